@@ -1,0 +1,32 @@
+# delayq: the two commands are `make run` (demo on embedded SQLite) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: run test unit install bench chaos clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install            ## a short demo on the embedded SQLite default: no server needed
+	$(PY) scripts/demo.py
+
+test: install           ## every test, on real SQLite, MariaDB and Redis (started if stopped)
+	scripts/ensure_services.sh
+	$(PY) -m pytest -q $(PYTEST_ARGS) tests
+
+unit: install           ## the unit layer only: no server
+	$(PY) -m pytest -q tests/unit
+
+bench: install          ## throughput of a burst of due no-op jobs (BENCH_N, default 20000)
+	scripts/ensure_services.sh
+	$(PY) benchmarks/burst.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache demo.db

@@ -1,0 +1,54 @@
+"""Example jobs for the demo (`make run`) and the tests: what an app's job module looks like."""
+
+import os
+
+import delayq
+
+
+@delayq.job
+def auto_confirm(order_id: int) -> None:
+    """Confirm receipt of an order the buyer did not confirm (seed 004)."""
+    print(f"  order {order_id}: receipt confirmed automatically")
+
+
+@delayq.job
+def flaky_sync(order_id: int, fail_times: int = 1) -> None:
+    """Sync to the ERP; fails its first `fail_times` attempts, then succeeds."""
+    attempt = delayq.current_job().attempt
+    if attempt <= fail_times:
+        raise ConnectionError(f"ERP timed out (attempt {attempt})")
+    print(f"  order {order_id}: synced to ERP on attempt {attempt}")
+
+
+@delayq.job
+def refund_rejected(order_id: int) -> None:
+    """A business error that retrying cannot fix (the seed's error code 10000)."""
+    raise delayq.Permanent(f"order {order_id} was already refunded")
+
+
+@delayq.job
+def noop() -> None:
+    """Does nothing: for throughput measurements."""
+
+
+@delayq.job
+def record(path: str, tag: str) -> None:
+    """Append one line to a side-effect log, so tests count executions from outside."""
+    with open(path, "a") as log:
+        log.write(f"{tag} {delayq.current_job().id} {os.getpid()}\n")
+
+
+@delayq.job
+class Orders:
+    """A marked class: its public methods are jobs ('examples.shop:Orders.close')."""
+
+    def close(self, order_id: int) -> None:
+        print(f"  order {order_id}: closed")
+
+    @staticmethod
+    def ping() -> str:
+        return "pong"
+
+
+def not_a_job() -> None:
+    """Not marked: enqueueing it is refused."""

@@ -1,0 +1,24 @@
+"""delayq: delayed and retried background jobs on MySQL and Redis, run by cron.
+
+    import delayq
+
+    @delayq.job
+    def auto_confirm(order_id: int) -> None: ...
+
+    q = delayq.connect()                       # settings from the environment / .env
+    q.enqueue("shop.jobs:auto_confirm", {"order_id": 123}, delay=86400, ext="order:123")
+"""
+
+from .app import connect
+from .config import Config
+from .context import JobContext, current_job
+from .errors import (BackendError, CallableRefused, ConfigError, DelayqError, InvalidInput, NotFound,
+                     Permanent)
+from .manager import Manager
+from .registry import job
+
+__all__ = [
+    "BackendError", "CallableRefused", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
+    "Manager", "NotFound", "Permanent", "connect", "current_job", "job",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""One module per script in bin/ (borgmatic's actions): parse, call one verb, report."""

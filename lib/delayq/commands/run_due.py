@@ -1,0 +1,40 @@
+"""bin/run_due.py: claim the due jobs, run them, record outcomes; once, or looping --for N seconds."""
+
+from __future__ import annotations
+
+import signal
+
+from .. import app, cli, config, jobs
+from ..errors import InvalidInput
+from ..runner import Runner
+
+PROG = "run_due.py"
+
+
+def build_parser() -> cli.Parser:
+    p = cli.parser(PROG, "Run due jobs: one pass by default; --for 55 keeps looping so cron restarts it each minute.")
+    p.add_argument("--queue", default="default", help="queue name(s), comma-separated (default: default)")
+    p.add_argument("--batch", type=int, default=200, help="jobs claimed per pass, 1-1000 (default 200)")
+    p.add_argument("--for", dest="seconds", type=float, default=0.0, help="keep running passes for this many seconds")
+    p.add_argument("--interval", type=float, default=1.0, help="with --for: longest sleep between passes (default 1 s)")
+    return p
+
+
+@cli.boundary(PROG)
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cli.setup_logging(args.verbose)
+    queues = [jobs.check_queue(q.strip()) for q in args.queue.split(",") if q.strip()]
+    if not queues:
+        raise InvalidInput("--queue needs at least one queue name")
+    if not 1 <= args.batch <= 1000:
+        raise InvalidInput("--batch must be between 1 and 1000")
+    if args.seconds < 0 or not 0 < args.interval <= 60:
+        raise InvalidInput("--for must be >= 0 and --interval between 0 and 60 seconds")
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))   # finish the batch, then exit
+    manager = app.connect(config.load())
+    runner = Runner(manager, queues, args.batch, should_stop=lambda: bool(stop))
+    summary = runner.run_for(args.seconds, args.interval) if args.seconds else runner.run_pass()
+    cli.emit(args, summary.__dict__, f"{PROG}: {summary.line()}")
+    return 0

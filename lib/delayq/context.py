@@ -1,0 +1,30 @@
+"""What a running job may know about itself, without changing its signature."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+
+_current: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("delayq_job", default=None)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    id: int
+    queue: str
+    ext: str | None
+    attempt: int
+    max_attempts: int
+
+
+def current_job() -> JobContext | None:
+    """The job being run in this thread, or None outside a job."""
+    return _current.get()
+
+
+def enter(ctx: JobContext) -> contextvars.Token:
+    return _current.set(ctx)
+
+
+def leave(token: contextvars.Token) -> None:
+    _current.reset(token)

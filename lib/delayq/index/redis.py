@@ -1,0 +1,112 @@
+"""The due index in Redis: per queue, a ZSET of due ids and a ZSET of ids in flight.
+
+Keys share a hash tag per queue, "{PREFIX:QUEUE}:due" and "{PREFIX:QUEUE}:inflight",
+so each Lua script touches one hash slot and also runs on Redis Cluster.
+Lua lives in sql/lua/*.lua, loaded by name.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable
+
+import redis
+
+from ..config import describe
+from ..errors import BackendError
+from .base import DueIndex
+
+LUA_DIR = Path(__file__).resolve().parents[3] / "sql" / "lua"
+MAX_PER_CALL = 1000
+
+
+class RedisIndex(DueIndex):
+    backend = "Redis"
+
+    def __init__(self, url: str, prefix: str, client: redis.Redis | None = None):
+        self.where = describe(url)
+        self.prefix = prefix
+        self.r = client or redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+        self._scripts = {p.stem: self.r.register_script(p.read_text()) for p in LUA_DIR.glob("*.lua")}
+
+    def keys(self, queue: str) -> tuple[str, str]:
+        tag = "{" + self.prefix + ":" + queue + "}"
+        return tag + ":due", tag + ":inflight"
+
+    def _fail(self, exc: Exception) -> BackendError:
+        return BackendError(f"Redis at {self.where} failed: {exc}")
+
+    def add(self, entries: list[tuple[int, str, float]]) -> None:
+        try:
+            with self.r.pipeline(transaction=False) as pipe:
+                for queue, items in _by_queue(entries):
+                    for part in _chunks(items):
+                        pipe.zadd(self.keys(queue)[0], {str(job): due for job, due in part})
+                pipe.execute()
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
+    def remove(self, entries: list[tuple[int, str]]) -> None:
+        self._zrem(entries, 0)
+
+    def release(self, entries: list[tuple[int, str]]) -> None:
+        self._zrem(entries, 1)
+
+    def _zrem(self, entries: list[tuple[int, str]], which: int) -> None:
+        try:
+            with self.r.pipeline(transaction=False) as pipe:
+                for queue, items in _by_queue((job, queue, None) for job, queue in entries):
+                    for part in _chunks(items):
+                        pipe.zrem(self.keys(queue)[which], *[str(job) for job, _ in part])
+                pipe.execute()
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
+    def claim(self, queue: str, now: float, limit: int, lease_until: float) -> list[int]:
+        try:
+            ids = self._scripts["claim"](keys=self.keys(queue), args=[repr(now), min(limit, MAX_PER_CALL), repr(lease_until)])
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+        return [int(i) for i in ids]
+
+    def reschedule(self, entries: list[tuple[int, str, float]]) -> None:
+        try:
+            for queue, items in _by_queue(entries):
+                for part in _chunks(items):
+                    args = [v for job, due in part for v in (repr(due), str(job))]
+                    self._scripts["reschedule"](keys=self.keys(queue), args=args)
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
+    def next_due(self, queues: list[str]) -> float | None:
+        try:
+            with self.r.pipeline(transaction=False) as pipe:
+                for queue in queues:
+                    pipe.zrange(self.keys(queue)[0], 0, 0, withscores=True)
+                firsts = [row[0][1] for row in pipe.execute() if row]
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+        return min(firsts) if firsts else None
+
+    def server_time(self) -> float:
+        try:
+            seconds, micros = self.r.time()
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+        return seconds + micros / 1e6
+
+    def close(self) -> None:
+        self.r.close()
+
+
+def _by_queue(entries: Iterable[tuple]) -> list[tuple[str, list[tuple[int, float]]]]:
+    grouped: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for job, queue, due in entries:
+        grouped[queue].append((job, due))
+    return list(grouped.items())
+
+
+def _chunks(items: list, size: int = MAX_PER_CALL) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

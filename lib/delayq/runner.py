@@ -1,0 +1,142 @@
+"""The runner: claim due jobs by the batch, run them, record outcomes.
+
+It knows nothing of SQL or Redis: it calls the manager's verbs. Outcomes are
+written by the batch (one transaction), and flushed at least every
+FLUSH_EVERY seconds so that a slow job does not hold finished ones back.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import context, ladders
+from .errors import CallableRefused, Permanent
+from .jobs import FAILED, PENDING, SUCCEEDED, Job, Outcome
+from .manager import Manager
+
+log = logging.getLogger(__name__)
+FLUSH_EVERY = 1.0
+MAX_ERROR = 4000
+
+
+@dataclass
+class Summary:
+    claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    failed: int = 0
+    lost: int = 0          # outcome not written: the claim's lease was taken over meanwhile
+    passes: int = 0
+
+    def add(self, other: "Summary") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def line(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.__dict__.items())
+
+
+def describe_error(exc: BaseException) -> str:
+    """'Type: message', then the job's last frames (the runner's own frame left out), bounded in size."""
+    head = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)[1:][-3:]
+    text = head + ("\n" + "".join(traceback.format_list(frames)).rstrip() if frames else "")
+    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 20] + "\n...[truncated]"
+
+
+def decide(job: Job, exc: BaseException | None, finished_at: float, rng: random.Random | None = None) -> tuple[str, float | None]:
+    """(status, next due) after one attempt: succeeded, a retry on the ladder, or failed."""
+    if exc is None:
+        return SUCCEEDED, None
+    if isinstance(exc, (Permanent, CallableRefused)):
+        return FAILED, None
+    if job.attempts >= job.max_attempts:
+        return FAILED, None
+    due = finished_at + ladders.parse(job.ladder).delay(job.attempts, rng)
+    if job.deadline is not None and due > job.deadline:
+        return FAILED, None
+    return PENDING, due
+
+
+class Runner:
+    def __init__(self, manager: Manager, queues: list[str], batch: int = 200,
+                 rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False):
+        self.manager = manager
+        self.clock = manager.clock
+        self.queues = queues
+        self.batch = batch
+        self.rng = rng
+        self.should_stop = should_stop
+
+    def run_pass(self) -> Summary:
+        """Claim one batch, run it, record every outcome."""
+        claim = self.manager.claim(self.queues, self.batch)
+        summary = Summary(claimed=len(claim.jobs), passes=1)
+        pending: list[Outcome] = []
+        last_flush = self.clock.now()
+        for job in claim.jobs:
+            pending.append(self.execute(job))
+            if self.clock.now() - last_flush >= FLUSH_EVERY:
+                self._flush(claim.token, pending, summary)
+                pending, last_flush = [], self.clock.now()
+        self._flush(claim.token, pending, summary)
+        return summary
+
+    def run_for(self, seconds: float, interval: float = 1.0) -> Summary:
+        """Loop for `seconds`: run passes back to back while work is due, else sleep until the next due time."""
+        total = Summary()
+        end = self.clock.now() + seconds
+        while not self.should_stop():
+            summary = self.run_pass()
+            total.add(summary)
+            now = self.clock.now()
+            if now >= end or self.should_stop():
+                break
+            if summary.claimed >= self.batch:
+                continue
+            next_due = self.manager.next_due(self.queues)
+            wake = min(end, now + interval, next_due if next_due is not None else end)
+            self.clock.sleep(max(0.0, wake - now))
+        return total
+
+    def execute(self, job: Job) -> Outcome:
+        started = self.clock.now()
+        exc: BaseException | None = None
+        token = context.enter(context.JobContext(job.id, job.queue, job.ext, job.attempts, job.max_attempts))
+        try:
+            func = self.manager.registry.resolve(job.call)
+            func(**job.args)
+        except Exception as error:  # a job's failure is data, not a crash
+            exc = error
+        finally:
+            context.leave(token)
+        finished = self.clock.now()
+        status, due = decide(job, exc, finished, self.rng)
+        self._log(job, status, exc, finished - started)
+        return Outcome(job, status, started, finished, None if exc is None else describe_error(exc), due)
+
+    def _flush(self, token: str, outcomes: list[Outcome], summary: Summary) -> None:
+        if not outcomes:
+            return
+        held = self.manager.finish(token, outcomes)
+        for outcome in outcomes:
+            if outcome.job.id not in held:
+                summary.lost += 1
+            elif outcome.status == SUCCEEDED:
+                summary.succeeded += 1
+            elif outcome.status == PENDING:
+                summary.retried += 1
+            else:
+                summary.failed += 1
+
+    @staticmethod
+    def _log(job: Job, status: str, exc: BaseException | None, seconds: float) -> None:
+        outcome = "retry" if status == PENDING else status
+        level = logging.WARNING if status == FAILED else logging.INFO
+        error = "" if exc is None else f" error={type(exc).__name__}"
+        log.log(level, "job=%s queue=%s call=%s attempt=%s outcome=%s ms=%.1f%s",
+                job.id, job.queue, job.call, job.attempts, outcome, seconds * 1000, error)
