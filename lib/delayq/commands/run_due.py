@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
 
 from .. import app, cli, config, jobs
 from ..errors import InvalidInput
@@ -35,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))   # finish the batch, then exit
     manager = app.connect(config.load())
     runner = Runner(manager, queues, args.batch, should_stop=lambda: bool(stop))
-    summary = runner.run_for(args.seconds, args.interval) if args.seconds else runner.run_pass()
+    # With --json, stdout carries one JSON object: what jobs print goes to stderr instead.
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        summary = runner.run_for(args.seconds, args.interval) if args.seconds else runner.run_pass()
     cli.emit(args, summary.__dict__, f"{PROG}: {summary.line()}")
     return 0

@@ -1,0 +1,160 @@
+"""The bin/ scripts as a user runs them: subprocesses, real servers, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from tests.conftest import ROOT, make_backend
+
+BIN = os.path.join(ROOT, "bin")
+
+
+@pytest.fixture(params=["sqlite", "mysql+redis", "mysql"])
+def world(request, tmp_path):
+    from delayq.clock import SystemClock
+
+    backend = make_backend(request.param, tmp_path, SystemClock())
+    yield backend
+    backend.cleanup()
+
+
+def script(backend, name, *args, env=None, check=None):
+    done = subprocess.run([sys.executable, os.path.join(BIN, name), *args], capture_output=True, text=True,
+                          env=env or backend.env(), cwd=ROOT, timeout=120)
+    if check is not None:
+        assert done.returncode == check, (done.stdout, done.stderr)
+    return done
+
+
+def as_json(done):
+    return json.loads(done.stdout)
+
+
+def test_enqueue_cancel_run_show(world):
+    now = script(world, "enqueue_delayed.py", "--call", "examples.shop:auto_confirm", "--args", '{"order_id": 1}',
+                 "--ext", "order:1", "--json", check=0)
+    first = as_json(now)
+    assert first["status"] == "pending" and first["created"] is True
+    later = as_json(script(world, "enqueue_delayed.py", "--call", "examples.shop:auto_confirm",
+                           "--args", '{"order_id": 2}', "--delay", "86400", "--ext", "order:2", "--json", check=0))
+    assert as_json(script(world, "cancel.py", "--ext", "order:2", "--json", check=0))["ids"] == [later["id"]]
+    ran = as_json(script(world, "run_due.py", "--json", check=0))
+    assert (ran["claimed"], ran["succeeded"]) == (1, 1)
+    shown = as_json(script(world, "show.py", "--id", str(first["id"]), "--json", check=0))["jobs"][0]
+    assert shown["status"] == "succeeded" and shown["attempts_history"][0]["outcome"] == "succeeded"
+    assert as_json(script(world, "show.py", "--ext", "order:2", "--json", check=0))["jobs"][0]["status"] == "cancelled"
+    again = script(world, "cancel.py", "--ext", "order:2", check=3)
+    assert "job %d is cancelled" % later["id"] in again.stderr
+    text = script(world, "show.py", "--id", str(first["id"]), check=0).stdout
+    assert "status: succeeded" in text and "#1" in text
+
+
+def test_unique_enqueue_returns_the_same_id(world):
+    args = ["--call", "examples.shop:noop", "--delay", "60", "--ext", "order:5", "--unique", "--json"]
+    a = as_json(script(world, "enqueue_delayed.py", *args, check=0))
+    b = as_json(script(world, "enqueue_delayed.py", *args, check=0))
+    assert a["id"] == b["id"] and b["created"] is False
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--call", "examples.shop:noop", "--args", "{nope"], "not valid JSON"),
+    (["--call", "examples.shop:noop", "--args", "[1]"], "JSON object"),
+    (["--call", "examples.shop"], "not of the form"),
+    (["--call", "os:system", "--args", '{"command": "id"}'], "not under DELAYQ_ALLOWED_MODULES"),
+    (["--call", "examples.shop:not_a_job"], "not marked"),
+    (["--call", "examples.shop:noop", "--delay", "-3"], ">= 0"),
+    (["--call", "examples.shop:noop", "--delay", "abc"], "number of seconds"),
+    (["--call", "examples.shop:noop", "--at", "2001-01-01T00:00:00Z"], "in the past"),
+    (["--call", "examples.shop:noop", "--ext", "x" * 200], "at most 191"),
+    (["--call", "examples.shop:noop", "--ext", "a\tb"], "control characters"),
+    (["--call", "examples.shop:noop", "--ladder", "monthly"], "unknown ladder"),
+    (["--call", "examples.shop:noop", "--delay", "1", "--at", "2030-01-01T00:00:00Z"], "not allowed with"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(world, args, message):
+    done = script(world, "enqueue_delayed.py", *args, check=2)
+    assert message in done.stderr and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    ran = as_json(script(world, "run_due.py", "--json", check=0))
+    assert ran["claimed"] == 0
+
+
+def test_bulk_file_reports_the_bad_line_and_enqueues_nothing(world, tmp_path):
+    good = json.dumps({"call": "examples.shop:noop", "ext": "bulk"})
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join([good, good, "", json.dumps({"call": "examples.shop:noop", "delay": -1}), good]) + "\n")
+    done = script(world, "enqueue_delayed.py", "--from-file", str(path), check=2)
+    assert f"{path} line 4:" in done.stderr and "nothing was enqueued" in done.stderr
+    script(world, "show.py", "--ext", "bulk", check=3)
+    path.write_text("\n".join([good] * 3) + "\n{broken\n")
+    assert "line 4: not valid JSON" in script(world, "enqueue_delayed.py", "--from-file", str(path), check=2).stderr
+    path.write_text("\n".join([good] * 3) + "\n")
+    assert as_json(script(world, "enqueue_delayed.py", "--from-file", str(path), "--json", check=0))["enqueued"] == 3
+    assert len(as_json(script(world, "show.py", "--ext", "bulk", "--json", check=0))["jobs"]) == 3
+
+
+def test_backend_down_is_exit_1_without_credentials(world):
+    env = world.env()
+    env["DELAYQ_DATABASE_URL"] = "mysql://shop:hunter2@127.0.0.1:1/shop"
+    env.pop("DELAYQ_REDIS_URL", None)
+    for name, args in (("enqueue_delayed.py", ["--call", "examples.shop:noop"]), ("run_due.py", []),
+                       ("cancel.py", ["--id", "1"]), ("show.py", ["--id", "1"]), ("migrate.py", [])):
+        done = script(world, name, *args, env=env, check=1)
+        assert "MySQL at mysql://127.0.0.1:1/shop" in done.stderr and "hunter2" not in done.stderr + done.stdout
+        assert "Traceback" not in done.stderr
+    env = world.env()
+    env["DELAYQ_REDIS_URL"] = "redis://:hunter2@127.0.0.1:1/0"
+    done = script(world, "run_due.py", env=env, check=1)
+    assert "Redis at redis://127.0.0.1:1/0" in done.stderr and "hunter2" not in done.stderr
+
+
+def test_migrate_is_idempotent(world):
+    first = as_json(script(world, "migrate.py", "--json", check=0))
+    assert first["applied"] == [] and first["prefix"] == world.prefix   # the fixture migrated already
+    assert "schema up to date" in script(world, "migrate.py", check=0).stdout
+
+
+def test_help_for_every_script(world):
+    for name in ("enqueue_delayed.py", "cancel.py", "run_due.py", "show.py", "migrate.py"):
+        assert "usage:" in script(world, name, "--help", check=0).stdout
+    assert "STEP" in subprocess.run([os.path.join(BIN, "loop.sh"), "--help"], capture_output=True, text=True).stdout
+
+
+def test_two_runners_run_each_of_2000_jobs_exactly_once(world, tmp_path):
+    log = tmp_path / "effects.log"
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"call": "examples.shop:record", "args": {"path": str(log), "tag": "run"}}) + "\n"
+                            for _ in range(2000)))
+    script(world, "enqueue_delayed.py", "--from-file", str(jobs), check=0)
+    cmd = [sys.executable, os.path.join(BIN, "run_due.py"), "--for", "6", "--batch", "50", "--interval", "0.2", "--json"]
+    procs = [subprocess.Popen(cmd, env=world.env(), cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    counts = Counter(line.split()[1] for line in log.read_text().splitlines())
+    assert len(counts) == 2000 and set(counts.values()) == {1}
+    assert sum(r["succeeded"] for r in results) == 2000
+    assert all(r["claimed"] > 0 for r in results), results   # both really took part
+
+
+def test_loop_runs_on_fixed_ticks_and_never_overlaps(tmp_path):
+    out = tmp_path / "ticks.log"
+    env = dict(os.environ, DELAYQ_LOOP_SECONDS="3", DELAYQ_LOOP_LOCK=str(tmp_path / "loop.lock"))
+    cmd = [os.path.join(BIN, "loop.sh"), "1", "sh", "-c", f"echo tick >> {out}"]
+    first = subprocess.Popen(cmd, env=env)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+    first.wait(timeout=30)
+    assert first.returncode == 0 and second.returncode == 0
+    assert "still holds" in second.stderr
+    assert out.read_text().count("tick") == 3
+
+
+def test_loop_passes_on_the_command_failure_and_rejects_bad_step(tmp_path):
+    env = dict(os.environ, DELAYQ_LOOP_SECONDS="2", DELAYQ_LOOP_LOCK=str(tmp_path / "l.lock"))
+    assert subprocess.run([os.path.join(BIN, "loop.sh"), "1", "false"], env=env, timeout=30).returncode == 1
+    bad = subprocess.run([os.path.join(BIN, "loop.sh"), "0", "true"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "STEP" in bad.stderr
