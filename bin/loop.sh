@@ -14,7 +14,7 @@
 set -u
 
 usage() { echo "loop.sh: error: $1 (usage: loop.sh STEP COMMAND...)" >&2; exit 2; }
-[ $# -ge 1 ] && [ "$1" = "--help" ] && { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+[ $# -ge 1 ] && [ "$1" = "--help" ] && { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
 [ $# -ge 2 ] || usage "need STEP and COMMAND"
 step=$1; shift
 [[ "$step" =~ ^[0-9]+$ ]] && (( step >= 1 && step <= 60 )) || usage "STEP must be a whole number of seconds from 1 to 60"

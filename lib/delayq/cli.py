@@ -27,11 +27,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def parser(prog: str, description: str, json_flag: bool = True) -> Parser:
+def parser(prog: str, description: str, verbose: bool = False) -> Parser:
     p = Parser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if json_flag:
-        p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("-v", "--verbose", action="store_true", help="log each job outcome to stderr")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    if verbose:
+        p.add_argument("-v", "--verbose", action="store_true", help="log each job outcome to stderr")
     return p
 
 

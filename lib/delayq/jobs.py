@@ -168,6 +168,8 @@ def parse_at(value: Any) -> float:
     """ISO-8601 (with a zone; a naive time is read as UTC) or epoch seconds -> epoch seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number("at", value)
+    if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?", value.strip()):
+        return float(value)
     from datetime import datetime, timezone
 
     try:

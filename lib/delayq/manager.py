@@ -8,6 +8,7 @@ entry is dropped. The runner and the scripts only call these verbs.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
@@ -19,6 +20,8 @@ from .index import DueIndex
 from .jobs import Attempt, Job, JobSpec, Outcome
 from .registry import Registry
 from .store import Cancelled, Inserted, Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class Manager:
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, call: str, args: Mapping[str, Any] | str | None = None, **options: Any) -> Inserted:
         """Schedule one job; options are the bulk keys (delay or at, ext, queue, ladder, ...)."""
-        return self.insert([self.validate({"call": call, "args": args, **options}, self.clock.now())])[0]
+        now = self.clock.now()
+        return self.insert([self.validate({"call": call, "args": args, **options}, now)], now)[0]
 
     def enqueue_many(self, raws: Iterable[Mapping[str, Any]], on_line: Callable[[int], None] | None = None) -> list[Inserted]:
         """Validate every job first (InvalidInput names the 1-based item), then write them all.
@@ -55,7 +59,7 @@ class Manager:
                 raise type(exc)(f"item {number}: {exc}") from None
             if on_line:
                 on_line(number)
-        return self.insert(specs)
+        return self.insert(specs, now)
 
     def validate(self, raw: Mapping[str, Any], now: float) -> JobSpec:
         if not isinstance(raw, Mapping):
@@ -67,10 +71,11 @@ class Manager:
             raise InvalidInput(f"callable {spec.call!r} cannot be imported: {exc}") from None
         return spec
 
-    def insert(self, specs: list[JobSpec]) -> list[Inserted]:
+    def insert(self, specs: list[JobSpec], now: float) -> list[Inserted]:
+        """Write validated jobs: rows first (committed), then their index entries."""
         if not specs:
             return []
-        inserted = self.store.insert_jobs(specs, self.clock.now())
+        inserted = self.store.insert_jobs(specs, now)
         new = [(r.id, s.queue, r.due_at) for r, s in zip(inserted, specs) if r.created]
         try:
             self.index.add(new)
@@ -91,8 +96,11 @@ class Manager:
         result = self.store.cancel(self.clock.now(), job_id=job_id, ext=ext, queue=queue)
         if not result.cancelled and not result.untouched:
             raise NotFound(f"no job with {'id ' + str(job_id) if job_id is not None else 'ext ' + repr(ext)}")
-        # The row is cancelled already; a stale index entry is harmless (start() skips non-pending rows).
-        self.index.remove(result.cancelled)
+        try:
+            self.index.remove(result.cancelled)
+        except BackendError as exc:
+            # The cancel is committed; a stale index entry is harmless (start() skips non-pending rows).
+            log.warning("cancelled %d job(s) but could not drop them from the index: %s", len(result.cancelled), exc)
         return result
 
     # -- claim and finish ----------------------------------------------------

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -76,6 +77,7 @@ def test_unique_enqueue_returns_the_same_id(world):
     (["--call", "examples.shop:noop", "--ladder", "monthly"], "unknown ladder"),
     (["--call", "examples.shop:noop", "--delay", "1", "--at", "2030-01-01T00:00:00Z"], "not allowed with"),
     (["--bogus"], "unrecognized arguments"),
+    (["--from-file", "jobs.jsonl", "--ext", "order:1"], "drop --call and the other job flags"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(world, args, message):
     done = script(world, "enqueue_delayed.py", *args, check=2)
@@ -146,6 +148,9 @@ def test_loop_runs_on_fixed_ticks_and_never_overlaps(tmp_path):
     env = dict(os.environ, DELAYQ_LOOP_SECONDS="3", DELAYQ_LOOP_LOCK=str(tmp_path / "loop.lock"))
     cmd = [os.path.join(BIN, "loop.sh"), "1", "sh", "-c", f"echo tick >> {out}"]
     first = subprocess.Popen(cmd, env=env)
+    deadline = time.monotonic() + 10
+    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:   # first holds the lock now
+        time.sleep(0.01)
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
     first.wait(timeout=30)
     assert first.returncode == 0 and second.returncode == 0

@@ -20,6 +20,7 @@ def test_at_accepts_iso_with_zone_and_small_past():
     assert build(at="2027-01-15T17:00:00+08:00").due_at == NOW + 3600   # NOW is 08:00 UTC
     assert build(at="2027-01-15T09:00:00Z").due_at == NOW + 3600
     assert build(at=NOW - 30).due_at == NOW
+    assert build(at=str(int(NOW) + 5)).due_at == NOW + 5    # epoch seconds, as the CLI passes them
 
 
 def test_deadline_is_relative_to_now():

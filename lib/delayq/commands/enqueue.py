@@ -26,7 +26,7 @@ def build_parser() -> cli.Parser:
     p.add_argument("--args", help="keyword arguments as a JSON object (default {})")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--delay", help="seconds from now (default 0)")
-    when.add_argument("--at", help="an ISO-8601 time, e.g. 2026-12-01T08:00:00+08:00")
+    when.add_argument("--at", help="an ISO-8601 time (e.g. 2026-12-01T08:00:00+08:00) or epoch seconds")
     p.add_argument("--ext", help="business key, e.g. order:123 (for cancel.py and --unique)")
     p.add_argument("--queue", help="queue name (default: default)")
     p.add_argument("--ladder", help="retry ladder: wechat (default), alipay, stepped, '15,15,30,3m' or 'exp:5:3600:10'")
@@ -69,9 +69,9 @@ def read_lines(path: str) -> list[dict[str, Any]]:
 @cli.boundary(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(args.verbose)
+    cli.setup_logging(False)
     if args.from_file:
-        if args.call:
+        if single(args):
             raise InvalidInput("--from-file takes every job from the file: drop --call and the other job flags")
         return bulk(args, config.load())
     if not args.call:

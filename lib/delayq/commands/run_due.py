@@ -14,7 +14,8 @@ PROG = "run_due.py"
 
 
 def build_parser() -> cli.Parser:
-    p = cli.parser(PROG, "Run due jobs: one pass by default; --for 55 keeps looping so cron restarts it each minute.")
+    p = cli.parser(PROG, "Run due jobs: one pass by default; --for 55 keeps looping so cron restarts it each minute.",
+                   verbose=True)
     p.add_argument("--queue", default="default", help="queue name(s), comma-separated (default: default)")
     p.add_argument("--batch", type=int, default=200, help="jobs claimed per pass, 1-1000 (default 200)")
     p.add_argument("--for", dest="seconds", type=float, default=0.0, help="keep running passes for this many seconds")

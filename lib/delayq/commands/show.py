@@ -41,7 +41,7 @@ def _text(job, tries) -> str:
     lines.insert(4, f"{'args':>13}: {job.args_json}")
     if job.last_error:
         lines.append(f"{'last_error':>13}: {job.last_error.splitlines()[0]}")
-    lines.append("     attempts:" + ("" if tries else " none yet"))
+    lines.append("      history:" + ("" if tries else " no attempt"))
     for a in tries:
         error = f"  {a.error.splitlines()[0]}" if a.error else ""
         lines.append(f"  #{a.attempt} {cli.when(a.started_at)} {(a.finished_at - a.started_at) * 1000:8.1f} ms  {a.outcome}{error}")
