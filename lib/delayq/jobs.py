@@ -52,11 +52,11 @@ class Job:
     queue: str
     call: str
     args_json: str
-    status: str
     attempts: int
     max_attempts: int
     ladder: str
     due_at: float
+    status: str = RUNNING      # a claim reads back only what running the job needs
     ext: str | None = None
     deadline: float | None = None
     priority: int = 0

@@ -45,7 +45,7 @@ UPDATE {jobs} SET status = 'running', claim_token = %s, lease_until = %s, starte
 
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids.
-SELECT * FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
 
 -- name: lock_due
 -- Due pending jobs of some queues, locked, skipping those other runners hold (the in-database index).

@@ -45,7 +45,7 @@ UPDATE {jobs} SET status = 'running', claim_token = ?, lease_until = ?, started_
 
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids.
-SELECT * FROM {jobs} WHERE id IN ({ids}) AND claim_token = ?
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority FROM {jobs} WHERE id IN ({ids}) AND claim_token = ?
 
 -- name: lock_due
 -- Due pending jobs of some queues (the in-database index); BEGIN IMMEDIATE holds the write lock.

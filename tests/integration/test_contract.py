@@ -252,3 +252,17 @@ def test_index_failure_on_enqueue_leaves_no_row(tmp_path, clock):
         assert q.store.by_ext("order:lost") == []
     finally:
         backend.cleanup()
+
+
+def test_outcomes_are_written_only_for_jobs_the_claim_still_holds(q, backend):
+    a = q.enqueue(NOOP)
+    b = q.enqueue(NOOP)
+    claim = q.claim(["default"], 10)
+    runner = Runner(q, ["default"])
+    outcomes = [runner.execute(job) for job in claim.jobs]
+    with q.store.tx() as cur:   # another runner took job b over after its lease expired
+        cur.execute(f"UPDATE {backend.prefix}_jobs SET claim_token = 'other' WHERE id = {q.store.placeholder}", (b.id,))
+    assert q.finish(claim.token, outcomes) == {a.id}
+    assert q.store.get(a.id).status == "succeeded"
+    assert q.store.get(b.id).status == "running"
+    assert len(q.attempts(b.id)) == 1      # the run did happen: it stays in the audit trail

@@ -28,6 +28,10 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start:start + size]
 
 
+class _NotAllHeld(Exception):
+    """Rolls back the fast path of finish() when a claim no longer holds every job."""
+
+
 class SqlStore(Store):
     dialect = ""
     placeholder = "%s"
@@ -190,25 +194,40 @@ class SqlStore(Store):
     def finish(self, outcomes: list[Outcome], token: str, now: float) -> set[int]:
         if not outcomes:
             return set()
+        try:   # the usual case: the token still holds every job, checked by the update counts
+            with self.tx() as cur:
+                if self._write_outcomes(cur, outcomes, outcomes, token, now) != len(outcomes):
+                    raise _NotAllHeld
+            return {o.job.id for o in outcomes}
+        except _NotAllHeld:
+            pass
         ids = [o.job.id for o in outcomes]
-        with self.tx() as cur:
+        with self.tx() as cur:   # some lease was taken over: lock the rows, write only those still held
             cur.execute(self.q("lock_held", ids=len(ids)), [*ids, token])
             held = {row[0] for row in cur.fetchall()}
-            mine = [o for o in outcomes if o.job.id in held]
-            done = [o.job.id for o in mine if o.status == SUCCEEDED]
-            if done:
-                cur.execute(self.q("finish_succeeded", ids=len(done)), [now, now, *done, token])
-            retry = [(o.due_at, o.error, now, o.job.id, token) for o in mine if o.status == PENDING]
-            if retry:
-                cur.executemany(self.q("finish_retry"), retry)
-            failed = [(now, o.error, now, o.job.id, token) for o in mine if o.status == FAILED]
-            if failed:
-                cur.executemany(self.q("finish_failed"), failed)
-            for part in chunks(outcomes):
-                values = [v for o in part for v in (o.job.id, o.job.attempts, o.started_at, o.finished_at,
-                                                     o.attempt_outcome, o.error)]
-                cur.execute(self.q("insert_attempts", rows=len(part)), values)
+            self._write_outcomes(cur, [o for o in outcomes if o.job.id in held], outcomes, token, now)
         return held
+
+    def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome], token: str, now: float) -> int:
+        """Outcome updates for `mine` (conditional on the token), attempt rows for every run; rows updated."""
+        updated = 0
+        done = [o.job.id for o in mine if o.status == SUCCEEDED]
+        if done:
+            cur.execute(self.q("finish_succeeded", ids=len(done)), [now, now, *done, token])
+            updated += cur.rowcount
+        retry = [(o.due_at, o.error, now, o.job.id, token) for o in mine if o.status == PENDING]
+        if retry:
+            cur.executemany(self.q("finish_retry"), retry)
+            updated += cur.rowcount
+        failed = [(now, o.error, now, o.job.id, token) for o in mine if o.status == FAILED]
+        if failed:
+            cur.executemany(self.q("finish_failed"), failed)
+            updated += cur.rowcount
+        for part in chunks(ran):
+            values = [v for o in part for v in (o.job.id, o.job.attempts, o.started_at, o.finished_at,
+                                                 o.attempt_outcome, o.error)]
+            cur.execute(self.q("insert_attempts", rows=len(part)), values)
+        return updated
 
     # -- cancel and read -----------------------------------------------------
     def cancel(self, now: float, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> Cancelled:
