@@ -41,7 +41,7 @@ def build_parser() -> cli.Parser:
 def single(args: Any) -> dict[str, Any]:
     raw = {"call": args.call, "args": args.args, "delay": args.delay, "at": args.at, "ext": args.ext,
            "queue": args.queue, "ladder": args.ladder, "max_attempts": args.max_attempts,
-           "deadline": args.deadline, "priority": args.priority, "unique": args.unique}
+           "deadline": args.deadline, "priority": args.priority, "unique": args.unique or None}
     return {k: v for k, v in raw.items() if v is not None}
 
 
