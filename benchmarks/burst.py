@@ -105,7 +105,7 @@ def peak_rss(pid: int) -> float:
 
 def drop(q, prefix: str) -> None:
     with q.store.tx() as cur:
-        for table in ("jobs", "attempts", "migrations"):
+        for table in ("jobs", "attempts", "steps", "migrations"):
             cur.execute(f"DROP TABLE IF EXISTS {prefix}_{table}")
     if getattr(q.index, "r", None) is not None:
         keys = list(q.index.r.scan_iter(match="{" + prefix + ":*"))

@@ -34,8 +34,7 @@ def noop() -> None:
 @delayq.job
 def record(path: str, tag: str) -> None:
     """Append one line to a side-effect log, so tests count executions from outside."""
-    with open(path, "a") as log:
-        log.write(f"{tag} {delayq.current_job().id} {os.getpid()}\n")
+    _effect(path, tag)
 
 
 @delayq.job
@@ -52,3 +51,45 @@ class Orders:
 
 def not_a_job() -> None:
     """Not marked: enqueueing it is refused."""
+
+
+def _effect(path: str, tag: str) -> None:
+    with open(path, "a") as log:
+        log.write(f"{tag} {delayq.current_job().id} {os.getpid()}\n")
+
+
+@delayq.job(at_most_once=True)
+def charge(path: str, fail: bool = False) -> None:
+    """Charge a user: must never run twice on its own (seed 003's manual task)."""
+    _effect(path, "charge")
+    if fail:
+        raise RuntimeError("payment gateway said no")
+
+
+@delayq.job
+def hang(path: str, seconds: float) -> None:
+    """Record, then take a while: for crash tests (a runner killed mid-job)."""
+    import time
+
+    _effect(path, "hang")
+    time.sleep(seconds)
+
+
+@delayq.job
+class SendGift:
+    """Seed 003's gift job: independent steps; charging the user is manual (at most once)."""
+
+    steps = {"add_week_star": "auto", "charge_user": "manual", "notify": "auto"}
+
+    def add_week_star(self, path: str, star_failures: int = 0, charge_fails: bool = False) -> None:
+        _effect(path, "star")
+        if delayq.current_job().attempt <= star_failures:
+            raise ConnectionError("week-star service timed out")
+
+    def charge_user(self, path: str, star_failures: int = 0, charge_fails: bool = False) -> None:
+        _effect(path, "charge")
+        if charge_fails:
+            raise RuntimeError("payment gateway said no")
+
+    def notify(self, path: str, **_: object) -> None:
+        _effect(path, "notify")

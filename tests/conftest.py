@@ -60,7 +60,7 @@ def drop_mysql(prefix: str) -> None:
     conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
                            password=u.password or "", database=u.path.lstrip("/"))
     with conn.cursor() as cur:
-        for table in ("jobs", "attempts", "migrations"):
+        for table in ("jobs", "attempts", "steps", "migrations"):
             cur.execute("DROP TABLE IF EXISTS `%s_%s`" % (prefix, table))  # our own generated prefix
     conn.close()
 

@@ -19,4 +19,14 @@ def connect(config: Config | None = None, clock: Clock | None = None) -> Manager
     if clock is None:
         # One clock for every runner: Redis's when it holds the index, else the database's.
         clock = SystemClock() if config.database_url.startswith("sqlite") and not config.redis_url else ServerClock(index.server_time)
-    return Manager(store, index, Registry(config.allowed_modules), clock, lease=config.lease)
+    return Manager(store, index, Registry(config.allowed_modules), clock, lease=config.lease,
+                   queue_leases=config.queue_leases)
+
+
+def alerter(config: Config):
+    """The configured Alerter, or None when DELAYQ_ALERT_WEBHOOK is unset."""
+    if not config.alert_webhook:
+        return None
+    from .alerts import Alerter
+
+    return Alerter(config.alert_webhook, config.alert_kind, config.alert_secret, config.alert_tag)

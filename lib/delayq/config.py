@@ -7,6 +7,11 @@ Settings (the environment wins over .env):
   DELAYQ_ALLOWED_MODULES  comma-separated module prefixes a job may name
   DELAYQ_PREFIX           table and key prefix (default "delayq")
   DELAYQ_LEASE            seconds a claimed job may run before it counts as lost (default 300)
+  DELAYQ_QUEUE_LEASES     per-queue leases, e.g. "report:3600,sms:60"
+  DELAYQ_ALERT_WEBHOOK    where alerts for jobs that failed for good are POSTed (unset: no alerts)
+  DELAYQ_ALERT_KIND       feishu, slack or json (default json)
+  DELAYQ_ALERT_SECRET     Feishu signing secret (optional)
+  DELAYQ_ALERT_TAG        a word naming this environment in alerts, e.g. prod
 """
 
 from __future__ import annotations
@@ -29,6 +34,15 @@ class Config:
     allowed_modules: tuple[str, ...] = field(default_factory=tuple)
     prefix: str = "delayq"
     lease: float = 300.0
+    queue_leases: dict[str, float] = field(default_factory=dict)
+    alert_webhook: str | None = field(default=None, repr=False)
+    alert_kind: str = "json"
+    alert_secret: str | None = field(default=None, repr=False)
+    alert_tag: str = ""
+
+    def lease_for(self, queue: str) -> float | None:
+        """The queue's own lease, if configured (else jobs use DELAYQ_LEASE at claim time)."""
+        return self.queue_leases.get(queue)
 
     def __post_init__(self) -> None:
         if not PREFIX_RE.match(self.prefix):
@@ -69,7 +83,25 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
         allowed_modules=tuple(m.strip() for m in modules.split(",") if m.strip()),
         prefix=values.get("DELAYQ_PREFIX") or "delayq",
         lease=lease,
+        queue_leases=_queue_leases(values.get("DELAYQ_QUEUE_LEASES", "")),
+        alert_webhook=values.get("DELAYQ_ALERT_WEBHOOK") or None,
+        alert_kind=values.get("DELAYQ_ALERT_KIND") or "json",
+        alert_secret=values.get("DELAYQ_ALERT_SECRET") or None,
+        alert_tag=values.get("DELAYQ_ALERT_TAG", ""),
     )
+
+
+def _queue_leases(text: str) -> dict[str, float]:
+    leases = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        queue, _, seconds = item.rpartition(":")
+        try:
+            leases[queue] = float(seconds)
+        except ValueError:
+            queue = ""
+        if not queue or leases[queue] <= 0:
+            raise ConfigError(f"DELAYQ_QUEUE_LEASES item {item!r} is invalid: use queue:seconds, e.g. report:3600")
+    return leases
 
 
 def redact(url: str) -> str:

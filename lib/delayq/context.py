@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 _current: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("delayq_job", default=None)
 
@@ -15,6 +16,15 @@ class JobContext:
     ext: str | None
     attempt: int
     max_attempts: int
+    _extend: Callable[[float], bool] = field(default=lambda seconds: False, repr=False, compare=False)
+
+    def extend(self, seconds: float) -> bool:
+        """Ask for `seconds` more before this attempt's lease runs out, counted from now.
+
+        A long job calls this now and then; False means the claim is gone
+        (recovery took the job over) and the job should stop.
+        """
+        return self._extend(seconds)
 
 
 def current_job() -> JobContext | None:

@@ -25,7 +25,9 @@ MAX_ARGS_BYTES = 65_535
 AT_TOLERANCE = 60.0   # an --at this far in the past is still accepted (clock skew, slow scripts)
 QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-SPEC_KEYS = {"call", "args", "delay", "at", "ext", "queue", "ladder", "max_attempts", "deadline", "priority", "unique"}
+SPEC_KEYS = {"call", "args", "delay", "at", "ext", "queue", "ladder", "max_attempts", "deadline", "priority", "unique",
+             "lease"}
+MAX_LEASE = 7 * 86400
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class JobSpec:
     deadline: float | None = None
     priority: int = 0
     unique: bool = False
+    lease: float | None = None          # seconds an attempt may run; None = the queue's or DELAYQ_LEASE
+    at_most_once: bool = False          # set from the code's @delayq.job(at_most_once=True)
 
 
 @dataclass
@@ -60,6 +64,8 @@ class Job:
     ext: str | None = None
     deadline: float | None = None
     priority: int = 0
+    at_most_once: bool = False
+    lease_until: float | None = None
     last_error: str | None = None
     created_at: float | None = None
     started_at: float | None = None
@@ -203,6 +209,11 @@ def build(raw: Mapping[str, Any], now: float) -> JobSpec:
     deadline = raw.get("deadline")
     ext = check_ext(raw.get("ext"))
     unique = bool(raw.get("unique", False))
+    lease = raw.get("lease")
+    if lease is not None:
+        lease = _number("lease", lease)
+        if not 1 <= lease <= MAX_LEASE:
+            raise InvalidInput(f"lease must be between 1 second and {MAX_LEASE} seconds (7 days)")
     if unique and ext is None:
         raise InvalidInput("unique needs ext: the business key that must have one live job, e.g. --ext order:123")
     return JobSpec(
@@ -216,4 +227,5 @@ def build(raw: Mapping[str, Any], now: float) -> JobSpec:
         deadline=None if deadline is None else now + _number("deadline", deadline),
         priority=_integer("priority", raw.get("priority") or 0, -1000, 1000),
         unique=unique,
+        lease=lease,
     )

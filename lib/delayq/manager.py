@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from . import jobs as J
@@ -18,7 +18,7 @@ from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
 from .index import DueIndex
 from .jobs import Attempt, Job, JobSpec, Outcome
-from .registry import Registry
+from .registry import Registry, is_at_most_once
 from .store import Cancelled, Inserted, Store
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,14 @@ class Claim:
 
 
 class Manager:
-    def __init__(self, store: Store, index: DueIndex, registry: Registry, clock: Clock, lease: float = 300.0):
+    def __init__(self, store: Store, index: DueIndex, registry: Registry, clock: Clock, lease: float = 300.0,
+                 queue_leases: Mapping[str, float] | None = None):
         self.store = store
         self.index = index
         self.registry = registry
         self.clock = clock
-        self.lease = lease
+        self.lease = lease                      # seconds, for jobs with no lease of their own or their queue's
+        self.queue_leases = dict(queue_leases or {})
 
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, call: str, args: Mapping[str, Any] | str | None = None, **options: Any) -> Inserted:
@@ -66,10 +68,12 @@ class Manager:
             raise InvalidInput("a job must be a JSON object whose keys are the flags' names")
         spec = J.build(raw, now)
         try:
-            self.registry.resolve(spec.call)
+            target = self.registry.resolve(spec.call)
         except ImportError as exc:
             raise InvalidInput(f"callable {spec.call!r} cannot be imported: {exc}") from None
-        return spec
+        once = is_at_most_once(target)
+        return replace(spec, at_most_once=once, max_attempts=1 if once else spec.max_attempts,
+                       lease=spec.lease or self.queue_leases.get(spec.queue))
 
     def insert(self, specs: list[JobSpec], now: float) -> list[Inserted]:
         """Write validated jobs: rows first (committed), then their index entries."""
@@ -108,16 +112,16 @@ class Manager:
         """Claim up to `limit` due jobs of `queues` and mark them running; highest priority first."""
         now = self.clock.now()
         token = secrets.token_hex(16)
-        lease_until = now + self.lease
         if self.index.in_store:
-            jobs = self.store.claim_due(queues, now, limit, token, lease_until)
+            jobs = self.store.claim_due(queues, now, limit, token, self.lease)
         else:
             jobs = []
             for queue in queues:
                 if len(jobs) >= limit:
                     break
-                ids = self.index.claim(queue, now, limit - len(jobs), lease_until)
-                started = self.store.start(ids, token, now, lease_until)
+                # The in-flight score is a hint for the index rebuild; the row's lease_until is the truth.
+                ids = self.index.claim(queue, now, limit - len(jobs), now + self.lease)
+                started = self.store.start(ids, token, now, self.lease)
                 stale = set(ids) - {job.id for job in started}
                 if stale:   # cancelled or otherwise no longer pending: nothing to run
                     self.index.release([(job, queue) for job in stale])
@@ -135,6 +139,59 @@ class Manager:
 
     def next_due(self, queues: list[str]) -> float | None:
         return self.index.next_due(queues)
+
+    def begin(self, job: Job, token: str) -> bool:
+        """Commit that an at-most-once job begins now; False: its claim is gone, it must not run."""
+        return self.store.begin_job(job.id, token, self.clock.now())
+
+    def extend(self, job_id: int, token: str, seconds: float) -> bool:
+        """A running job asks for `seconds` more from now; False if its claim is gone."""
+        now = self.clock.now()
+        return self.store.extend_lease(job_id, token, now + seconds, now)
+
+    # -- by hand: retry and purge ----------------------------------------------
+    def retry(self, job_id: int | None = None, ext: str | None = None, step: str | None = None,
+              reset_attempts: bool = False, at: float | None = None) -> list[int]:
+        """Failed jobs (by id, or every failed one with an ext) back to pending, due now or `at`."""
+        candidates = self.find(job_id=job_id, ext=ext)
+        now = self.clock.now()
+        due = max(now, at) if at is not None else now
+        retried, refused = [], []
+        for job in candidates:
+            result = self.store.retry(job.id, due, now, reset_attempts, step)
+            if result and result[0] == J.FAILED:
+                retried.append((job.id, result[1], due))
+            else:
+                refused.append(f"job {job.id} is {result[0] if result else 'gone'}")
+        if not retried:
+            raise NotFound(f"nothing to retry: {', '.join(refused)} (only failed jobs can be retried)")
+        self.index.add(retried)
+        return [job for job, _, _ in retried]
+
+    def purge(self, statuses: list[str], older_than: float, batch: int = 500,
+              progress: Callable[[int], None] | None = None) -> int:
+        """Delete jobs in `statuses` finished more than `older_than` seconds ago, with their history."""
+        bad = set(statuses) - set(J.FINAL)
+        if bad or not statuses:
+            raise InvalidInput(f"purge takes final statuses only ({', '.join(J.FINAL)}), not {', '.join(sorted(bad)) or 'none'}")
+        before = self.clock.now() - older_than
+        deleted = 0
+        while True:
+            ids = self.store.purge_page(statuses, before, batch)
+            self.store.delete_with_history(ids)
+            deleted += len(ids)
+            if progress and ids:
+                progress(len(ids))
+            if len(ids) < batch:
+                return deleted
+
+    def send_alerts(self, alerter, limit: int = 500) -> int:
+        """One digest for the failed jobs not alerted yet; returns how many it covered (0 if not delivered)."""
+        jobs = self.store.alerts_due(limit)
+        if not jobs or not alerter.send(jobs, len(jobs)):
+            return 0
+        self.store.mark_alerted([job["id"] for job in jobs], self.clock.now())
+        return len(jobs)
 
     # -- read ----------------------------------------------------------------
     def find(self, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> list[Job]:

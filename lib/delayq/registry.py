@@ -17,13 +17,48 @@ from typing import Any, Callable
 from .errors import CallableRefused, InvalidInput
 
 _MARK = "__delayq_job__"
+_ONCE = "__delayq_at_most_once__"
+MODES = ("auto", "manual")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
-def job(target: Any) -> Any:
-    """Mark a function, or a class whose public methods are jobs, as runnable by delayq."""
-    setattr(target, _MARK, True)
-    return target
+def job(target: Any = None, *, at_most_once: bool = False) -> Any:
+    """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
+
+    `@delayq.job(at_most_once=True)` marks a job that must never run twice on its
+    own (charging a user): it gets one attempt, and an attempt interrupted by a
+    crash fails with "outcome unknown" instead of running again.
+    A class with a `steps` mapping ({"method": "auto" | "manual"}) is a multi-step
+    job, named as "module:Class".
+    """
+
+    def mark(target: Any) -> Any:
+        setattr(target, _MARK, True)
+        setattr(target, _ONCE, at_most_once)
+        steps = getattr(target, "steps", None) if inspect.isclass(target) else None
+        if steps is not None:
+            check_steps(target, steps)
+        return target
+
+    return mark if target is None else mark(target)
+
+
+def check_steps(cls: type, steps: Any) -> None:
+    """A steps map must name public methods of the class, each 'auto' or 'manual'."""
+    if not isinstance(steps, dict) or not steps:
+        raise TypeError(f"{cls.__name__}.steps must be a non-empty dict of method name -> 'auto' or 'manual'")
+    for name, mode in steps.items():
+        if mode not in MODES or name.startswith("_") or not callable(getattr(cls, name, None)) or len(name) > 64:
+            raise TypeError(f"{cls.__name__}.steps[{name!r}] must name a public method, with 'auto' or 'manual'")
+
+
+def is_at_most_once(func: Callable[..., Any]) -> bool:
+    return bool(getattr(func, _ONCE, False) or getattr(getattr(func, "__self__", None), _ONCE, False))
+
+
+def steps_of(target: Any) -> dict[str, str] | None:
+    """The steps map of a multi-step job class, else None."""
+    return getattr(target, "steps", None) if inspect.isclass(target) else None
 
 
 def check_name(name: str) -> tuple[str, str]:
@@ -71,8 +106,8 @@ class Registry:
         if not getattr(target, _MARK, False) or getattr(target, "__module__", None) != module.__name__:
             raise CallableRefused(f"callable {name!r} refused: {head!r} is not marked with @delayq.job in {module_name}")
         if not method:
-            if inspect.isclass(target):
-                raise InvalidInput(f"callable {name!r} names a class: add the method, 'module:Class.method'")
+            if inspect.isclass(target) and steps_of(target) is None:
+                raise InvalidInput(f"callable {name!r} names a class without steps: add the method, 'module:Class.method'")
             return target
         if method.startswith("_"):
             raise CallableRefused(f"callable {name!r} refused: {method!r} is not a public method")

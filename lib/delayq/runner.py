@@ -15,6 +15,8 @@ from typing import Callable
 
 from . import context, ladders
 from .errors import CallableRefused, Permanent
+from .registry import steps_of
+from .steps import run_steps
 from .jobs import FAILED, PENDING, SUCCEEDED, Job, Outcome
 from .manager import Manager
 
@@ -30,6 +32,7 @@ class Summary:
     retried: int = 0
     failed: int = 0
     lost: int = 0          # outcome not written: the claim's lease was taken over meanwhile
+    skipped: int = 0       # at-most-once jobs not begun because their claim was already gone
     passes: int = 0
 
     def add(self, other: "Summary") -> None:
@@ -79,7 +82,11 @@ class Runner:
         pending: list[Outcome] = []
         last_flush = self.clock.now()
         for job in claim.jobs:
-            pending.append(self.execute(job))
+            outcome = self.execute(job, claim.token)
+            if outcome is None:
+                summary.skipped += 1
+                continue
+            pending.append(outcome)
             if self.clock.now() - last_flush >= FLUSH_EVERY:
                 self._flush(claim.token, pending, summary)
                 pending, last_flush = [], self.clock.now()
@@ -103,13 +110,17 @@ class Runner:
             self.clock.sleep(max(0.0, wake - now))
         return total
 
-    def execute(self, job: Job) -> Outcome:
+    def execute(self, job: Job, claim_token: str) -> Outcome | None:
+        """Run one claimed job; None when an at-most-once job must not begin (its claim is gone)."""
+        if job.at_most_once and not self.manager.begin(job, claim_token):
+            return None
         started = self.clock.now()
         exc: BaseException | None = None
-        token = context.enter(context.JobContext(job.id, job.queue, job.ext, job.attempts, job.max_attempts))
+        ctx = context.JobContext(job.id, job.queue, job.ext, job.attempts, job.max_attempts,
+                                 lambda seconds: self.manager.extend(job.id, claim_token, seconds))
+        token = context.enter(ctx)
         try:
-            func = self.manager.registry.resolve(job.call)
-            func(**job.args)
+            self._call(job, claim_token)
         except Exception as error:  # a job's failure is data, not a crash
             exc = error
         finally:
@@ -118,6 +129,13 @@ class Runner:
         status, due = decide(job, exc, finished, self.rng)
         self._log(job, status, exc, finished - started)
         return Outcome(job, status, started, finished, None if exc is None else describe_error(exc), due)
+
+    def _call(self, job: Job, claim_token: str) -> None:
+        target = self.manager.registry.resolve(job.call)
+        if steps_of(target) is not None:
+            run_steps(self.manager.store, self.clock, job, claim_token, target, job.args, describe_error)
+        else:
+            target(**job.args)
 
     def _flush(self, token: str, outcomes: list[Outcome], summary: Summary) -> None:
         if not outcomes:

@@ -21,15 +21,15 @@ SELECT UNIX_TIMESTAMP(NOW(6))
 
 -- name: insert_jobs
 -- Insert new jobs, returning their ids in insertion order (MariaDB >= 10.5).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, created_at, updated_at) VALUES {rows} RETURNING id
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows} RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (MySQL 8).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, created_at, updated_at) VALUES {rows}
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows}
 
 -- name: job_row
 -- One VALUES group of insert_jobs.
-(%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s)
+(%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: find_live_unique
 -- The live (pending or running) unique job of a queue and ext.
@@ -41,11 +41,12 @@ DELETE FROM {jobs} WHERE id IN ({ids})
 
 -- name: start_jobs
 -- Move claimed jobs from pending to running under a claim token; a job cancelled meanwhile is left alone.
-UPDATE {jobs} SET status = 'running', claim_token = %s, lease_until = %s, started_at = %s, updated_at = %s, attempts = attempts + 1 WHERE id IN ({ids}) AND status = 'pending'
+-- An at-most-once job gets started_at only when it really begins (begin_job).
+UPDATE {jobs} SET status = 'running', claim_token = %s, lease_until = %s + COALESCE(lease_seconds, %s), started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE %s END, updated_at = %s, attempts = attempts + 1 WHERE id IN ({ids}) AND status = 'pending'
 
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids.
-SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once, lease_until FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
 
 -- name: lock_due
 -- Due pending jobs of some queues, locked, skipping those other runners hold (the in-database index).
@@ -69,7 +70,7 @@ UPDATE {jobs} SET status = 'pending', due_at = %s, last_error = %s, updated_at =
 
 -- name: finish_failed
 -- Record final failure for a held job.
-UPDATE {jobs} SET status = 'failed', finished_at = %s, last_error = %s, updated_at = %s, claim_token = NULL, lease_until = NULL, unique_live = NULL WHERE id = %s AND claim_token = %s
+UPDATE {jobs} SET status = 'failed', finished_at = %s, last_error = %s, updated_at = %s, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1 WHERE id = %s AND claim_token = %s
 
 -- name: insert_attempts
 -- Append attempt rows (the audit trail).
@@ -102,3 +103,91 @@ SELECT id, queue, status FROM {jobs} WHERE id = %s AND (%s IS NULL OR queue = %s
 -- name: cancel_jobs
 -- Cancel pending jobs.
 UPDATE {jobs} SET status = 'cancelled', finished_at = %s, updated_at = %s, unique_live = NULL WHERE id IN ({ids}) AND status = 'pending'
+
+-- name: begin_job
+-- Mark an at-most-once job as begun, only while its claim still holds and its lease has not run out.
+UPDATE {jobs} SET started_at = %s, updated_at = %s WHERE id = %s AND claim_token = %s AND status = 'running' AND lease_until > %s
+
+-- name: extend_lease
+-- Push a running job's lease out (a long job asking for more time).
+UPDATE {jobs} SET lease_until = %s, updated_at = %s WHERE id = %s AND claim_token = %s AND status = 'running'
+
+-- name: expired_leases
+-- Running jobs whose lease ran out: their runner died, hung or lost its connection.
+SELECT j.id, j.queue, j.claim_token, j.attempts, j.max_attempts, j.at_most_once, j.started_at, (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running FROM {jobs} j WHERE j.status = 'running' AND j.lease_until < %s ORDER BY j.lease_until LIMIT %s
+
+-- name: recover_pending
+-- Put an interrupted job back to pending (if its claim is still the one we saw).
+UPDATE {jobs} SET status = 'pending', due_at = %s, attempts = attempts - %s, last_error = %s, updated_at = %s, claim_token = NULL, lease_until = NULL WHERE id = %s AND claim_token = %s AND status = 'running'
+
+-- name: recover_failed
+-- Fail an interrupted job that must not be re-run by a machine, or has no attempts left.
+UPDATE {jobs} SET status = 'failed', finished_at = %s, last_error = %s, updated_at = %s, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1 WHERE id = %s AND claim_token = %s AND status = 'running'
+
+-- name: lock_job_claim
+-- A job still held by a claim token with its lease not run out, locked (before a manual step begins).
+SELECT id FROM {jobs} WHERE id = %s AND claim_token = %s AND status = 'running' AND lease_until > %s FOR UPDATE
+
+-- name: select_steps
+-- A job's steps in declared order.
+SELECT name, mode, position, status, attempts, last_error, started_at, finished_at FROM {steps} WHERE job_id = %s ORDER BY position
+
+-- name: insert_step
+-- Declare a step of a job, once.
+INSERT INTO {steps} (job_id, name, mode, position, status, attempts, updated_at) VALUES (%s, %s, %s, %s, 'pending', 0, %s)
+
+-- name: begin_step
+-- Mark a step as running; a manual step only from pending (never after an attempt a person did not reset).
+UPDATE {steps} SET status = 'running', attempts = attempts + 1, started_at = %s, updated_at = %s WHERE job_id = %s AND name = %s AND (status = 'pending' OR (mode = 'auto' AND status = 'failed'))
+
+-- name: finish_step
+-- Record a step's outcome.
+UPDATE {steps} SET status = %s, last_error = %s, finished_at = %s, updated_at = %s WHERE job_id = %s AND name = %s AND status = 'running'
+
+-- name: recover_manual_steps
+-- Manual steps interrupted mid-run: failed, never re-run by a machine.
+UPDATE {steps} SET status = 'failed', last_error = %s, updated_at = %s WHERE job_id = %s AND mode = 'manual' AND status = 'running'
+
+-- name: recover_auto_steps
+-- Auto steps interrupted mid-run: run again with the job.
+UPDATE {steps} SET status = 'pending', updated_at = %s WHERE job_id = %s AND mode = 'auto' AND status = 'running'
+
+-- name: pending_page
+-- One page of pending jobs in id order (keyset pagination, for rebuilding the due index).
+SELECT id, queue, due_at FROM {jobs} WHERE status = 'pending' AND id > %s ORDER BY id LIMIT %s
+
+-- name: select_statuses
+-- The status of some jobs.
+SELECT id, status FROM {jobs} WHERE id IN ({ids})
+
+-- name: alerts_due
+-- Failed jobs whose alert has not been delivered yet.
+SELECT id, queue, ext, callable, attempts, last_error FROM {jobs} WHERE alert_pending = 1 ORDER BY id LIMIT %s
+
+-- name: mark_alerted
+-- Alerts delivered for these jobs.
+UPDATE {jobs} SET alert_pending = NULL, alerted_at = %s WHERE id IN ({ids}) AND alert_pending = 1
+
+-- name: lock_for_retry
+-- A job to re-run by hand, locked.
+SELECT id, queue, status, attempts, max_attempts FROM {jobs} WHERE id = %s FOR UPDATE
+
+-- name: retry_job
+-- A failed job back to pending, by a person's decision.
+UPDATE {jobs} SET status = 'pending', due_at = %s, attempts = %s, max_attempts = %s, finished_at = NULL, alert_pending = NULL, updated_at = %s WHERE id = %s AND status = 'failed'
+
+-- name: retry_steps
+-- Failed steps of a job back to pending (manual ones included: a person decided).
+UPDATE {steps} SET status = 'pending', attempts = CASE WHEN %s = 1 THEN 0 ELSE attempts END, updated_at = %s WHERE job_id = %s AND status IN ('failed', 'running') AND (%s IS NULL OR name = %s)
+
+-- name: purge_page
+-- Old finished jobs of some statuses, a page at a time.
+SELECT id FROM {jobs} WHERE status IN ({statuses}) AND finished_at < %s ORDER BY id LIMIT %s
+
+-- name: delete_attempts_of
+-- The attempt rows of some jobs.
+DELETE FROM {attempts} WHERE job_id IN ({ids})
+
+-- name: delete_steps_of
+-- The step rows of some jobs.
+DELETE FROM {steps} WHERE job_id IN ({ids})

@@ -21,15 +21,15 @@ SELECT (julianday('now') - 2440587.5) * 86400.0
 
 -- name: insert_jobs
 -- Insert new jobs, returning their ids in insertion order (SQLite >= 3.35).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, created_at, updated_at) VALUES {rows} RETURNING id
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows} RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (unused on SQLite).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, created_at, updated_at) VALUES {rows}
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows}
 
 -- name: job_row
 -- One VALUES group of insert_jobs.
-(?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?)
+(?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: find_live_unique
 -- The live (pending or running) unique job of a queue and ext.
@@ -41,11 +41,12 @@ DELETE FROM {jobs} WHERE id IN ({ids})
 
 -- name: start_jobs
 -- Move claimed jobs from pending to running under a claim token; a job cancelled meanwhile is left alone.
-UPDATE {jobs} SET status = 'running', claim_token = ?, lease_until = ?, started_at = ?, updated_at = ?, attempts = attempts + 1 WHERE id IN ({ids}) AND status = 'pending'
+-- An at-most-once job gets started_at only when it really begins (begin_job).
+UPDATE {jobs} SET status = 'running', claim_token = ?, lease_until = ? + COALESCE(lease_seconds, ?), started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE ? END, updated_at = ?, attempts = attempts + 1 WHERE id IN ({ids}) AND status = 'pending'
 
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids.
-SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority FROM {jobs} WHERE id IN ({ids}) AND claim_token = ?
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once, lease_until FROM {jobs} WHERE id IN ({ids}) AND claim_token = ?
 
 -- name: lock_due
 -- Due pending jobs of some queues (the in-database index); BEGIN IMMEDIATE holds the write lock.
@@ -69,7 +70,7 @@ UPDATE {jobs} SET status = 'pending', due_at = ?, last_error = ?, updated_at = ?
 
 -- name: finish_failed
 -- Record final failure for a held job.
-UPDATE {jobs} SET status = 'failed', finished_at = ?, last_error = ?, updated_at = ?, claim_token = NULL, lease_until = NULL, unique_live = NULL WHERE id = ? AND claim_token = ?
+UPDATE {jobs} SET status = 'failed', finished_at = ?, last_error = ?, updated_at = ?, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1 WHERE id = ? AND claim_token = ?
 
 -- name: insert_attempts
 -- Append attempt rows (the audit trail).
@@ -102,3 +103,91 @@ SELECT id, queue, status FROM {jobs} WHERE id = ? AND (? IS NULL OR queue = ?)
 -- name: cancel_jobs
 -- Cancel pending jobs.
 UPDATE {jobs} SET status = 'cancelled', finished_at = ?, updated_at = ?, unique_live = NULL WHERE id IN ({ids}) AND status = 'pending'
+
+-- name: begin_job
+-- Mark an at-most-once job as begun, only while its claim still holds and its lease has not run out.
+UPDATE {jobs} SET started_at = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status = 'running' AND lease_until > ?
+
+-- name: extend_lease
+-- Push a running job's lease out (a long job asking for more time).
+UPDATE {jobs} SET lease_until = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND status = 'running'
+
+-- name: expired_leases
+-- Running jobs whose lease ran out: their runner died, hung or lost its connection.
+SELECT j.id, j.queue, j.claim_token, j.attempts, j.max_attempts, j.at_most_once, j.started_at, (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running FROM {jobs} j WHERE j.status = 'running' AND j.lease_until < ? ORDER BY j.lease_until LIMIT ?
+
+-- name: recover_pending
+-- Put an interrupted job back to pending (if its claim is still the one we saw).
+UPDATE {jobs} SET status = 'pending', due_at = ?, attempts = attempts - ?, last_error = ?, updated_at = ?, claim_token = NULL, lease_until = NULL WHERE id = ? AND claim_token = ? AND status = 'running'
+
+-- name: recover_failed
+-- Fail an interrupted job that must not be re-run by a machine, or has no attempts left.
+UPDATE {jobs} SET status = 'failed', finished_at = ?, last_error = ?, updated_at = ?, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1 WHERE id = ? AND claim_token = ? AND status = 'running'
+
+-- name: lock_job_claim
+-- A job still held by a claim token with its lease not run out (under the write lock, before a manual step begins).
+SELECT id FROM {jobs} WHERE id = ? AND claim_token = ? AND status = 'running' AND lease_until > ?
+
+-- name: select_steps
+-- A job's steps in declared order.
+SELECT name, mode, position, status, attempts, last_error, started_at, finished_at FROM {steps} WHERE job_id = ? ORDER BY position
+
+-- name: insert_step
+-- Declare a step of a job, once.
+INSERT INTO {steps} (job_id, name, mode, position, status, attempts, updated_at) VALUES (?, ?, ?, ?, 'pending', 0, ?)
+
+-- name: begin_step
+-- Mark a step as running; a manual step only from pending (never after an attempt a person did not reset).
+UPDATE {steps} SET status = 'running', attempts = attempts + 1, started_at = ?, updated_at = ? WHERE job_id = ? AND name = ? AND (status = 'pending' OR (mode = 'auto' AND status = 'failed'))
+
+-- name: finish_step
+-- Record a step's outcome.
+UPDATE {steps} SET status = ?, last_error = ?, finished_at = ?, updated_at = ? WHERE job_id = ? AND name = ? AND status = 'running'
+
+-- name: recover_manual_steps
+-- Manual steps interrupted mid-run: failed, never re-run by a machine.
+UPDATE {steps} SET status = 'failed', last_error = ?, updated_at = ? WHERE job_id = ? AND mode = 'manual' AND status = 'running'
+
+-- name: recover_auto_steps
+-- Auto steps interrupted mid-run: run again with the job.
+UPDATE {steps} SET status = 'pending', updated_at = ? WHERE job_id = ? AND mode = 'auto' AND status = 'running'
+
+-- name: pending_page
+-- One page of pending jobs in id order (keyset pagination, for rebuilding the due index).
+SELECT id, queue, due_at FROM {jobs} WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?
+
+-- name: select_statuses
+-- The status of some jobs.
+SELECT id, status FROM {jobs} WHERE id IN ({ids})
+
+-- name: alerts_due
+-- Failed jobs whose alert has not been delivered yet.
+SELECT id, queue, ext, callable, attempts, last_error FROM {jobs} WHERE alert_pending = 1 ORDER BY id LIMIT ?
+
+-- name: mark_alerted
+-- Alerts delivered for these jobs.
+UPDATE {jobs} SET alert_pending = NULL, alerted_at = ? WHERE id IN ({ids}) AND alert_pending = 1
+
+-- name: lock_for_retry
+-- A job to re-run by hand.
+SELECT id, queue, status, attempts, max_attempts FROM {jobs} WHERE id = ?
+
+-- name: retry_job
+-- A failed job back to pending, by a person's decision.
+UPDATE {jobs} SET status = 'pending', due_at = ?, attempts = ?, max_attempts = ?, finished_at = NULL, alert_pending = NULL, updated_at = ? WHERE id = ? AND status = 'failed'
+
+-- name: retry_steps
+-- Failed steps of a job back to pending (manual ones included: a person decided).
+UPDATE {steps} SET status = 'pending', attempts = CASE WHEN ? = 1 THEN 0 ELSE attempts END, updated_at = ? WHERE job_id = ? AND status IN ('failed', 'running') AND (? IS NULL OR name = ?)
+
+-- name: purge_page
+-- Old finished jobs of some statuses, a page at a time.
+SELECT id FROM {jobs} WHERE status IN ({statuses}) AND finished_at < ? ORDER BY id LIMIT ?
+
+-- name: delete_attempts_of
+-- The attempt rows of some jobs.
+DELETE FROM {attempts} WHERE job_id IN ({ids})
+
+-- name: delete_steps_of
+-- The step rows of some jobs.
+DELETE FROM {steps} WHERE job_id IN ({ids})

@@ -163,3 +163,28 @@ def test_loop_passes_on_the_command_failure_and_rejects_bad_step(tmp_path):
     assert subprocess.run([os.path.join(BIN, "loop.sh"), "1", "false"], env=env, timeout=30).returncode == 1
     bad = subprocess.run([os.path.join(BIN, "loop.sh"), "0", "true"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "STEP" in bad.stderr
+
+
+def test_compensate_retry_purge_scripts(world, tmp_path):
+    failing = as_json(script(world, "enqueue_delayed.py", "--call", "examples.shop:refund_rejected",
+                             "--args", '{"order_id": 8}', "--ext", "order:8", "--json", check=0))
+    script(world, "run_due.py", check=0)
+    summary = as_json(script(world, "compensate.py", "--json", check=0))
+    assert summary["requeued"] == 0 and summary["failed"] == 0 and "seconds" in summary
+    assert "no job with ext" in script(world, "retry.py", "--ext", "order:none", check=3).stderr
+    retried = as_json(script(world, "retry.py", "--id", str(failing["id"]), "--json", check=0))
+    assert retried["ids"] == [failing["id"]]
+    assert as_json(script(world, "run_due.py", "--json", check=0))["failed"] == 1
+    assert as_json(script(world, "purge.py", "--older-than", "0", "--json", check=0))["deleted"] == 0
+    purged = as_json(script(world, "purge.py", "--older-than", "0", "--status", "failed", "--json", check=0))
+    assert purged["deleted"] == 1
+    script(world, "show.py", "--id", str(failing["id"]), check=3)
+    assert "final statuses only" in script(world, "purge.py", "--older-than", "1d", "--status", "pending", check=2).stderr
+    assert "not a duration" in script(world, "purge.py", "--older-than", "soon", check=2).stderr
+
+
+def test_compensate_says_when_redis_is_unreachable(world):
+    env = world.env()
+    env["DELAYQ_REDIS_URL"] = "redis://127.0.0.1:1/0"
+    done = script(world, "compensate.py", env=env, check=1)
+    assert "Redis at redis://127.0.0.1:1/0" in done.stderr and "Traceback" not in done.stderr

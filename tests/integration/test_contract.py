@@ -162,7 +162,7 @@ def test_outcome_needs_the_claim_token(q, clock):
     job = q.enqueue(NOOP)
     claim = q.claim(["default"], 10)
     runner = Runner(q, ["default"])
-    outcome = runner.execute(claim.jobs[0])
+    outcome = runner.execute(claim.jobs[0], claim.token)
     assert q.finish("someone-elses-token", [outcome]) == set()
     assert q.store.get(job.id).status == "running"
     assert q.finish(claim.token, [outcome]) == {job.id}
@@ -259,7 +259,7 @@ def test_outcomes_are_written_only_for_jobs_the_claim_still_holds(q, backend):
     b = q.enqueue(NOOP)
     claim = q.claim(["default"], 10)
     runner = Runner(q, ["default"])
-    outcomes = [runner.execute(job) for job in claim.jobs]
+    outcomes = [runner.execute(job, claim.token) for job in claim.jobs]
     with q.store.tx() as cur:   # another runner took job b over after its lease expired
         cur.execute(f"UPDATE {backend.prefix}_jobs SET claim_token = 'other' WHERE id = {q.store.placeholder}", (b.id,))
     assert q.finish(claim.token, outcomes) == {a.id}

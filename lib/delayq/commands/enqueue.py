@@ -33,6 +33,7 @@ def build_parser() -> cli.Parser:
     p.add_argument("--max-attempts", help="attempts in all, first included (default: 1 + the ladder's steps)")
     p.add_argument("--deadline", help="seconds from now after which no retry is scheduled")
     p.add_argument("--priority", help="higher runs first among jobs due together (default 0)")
+    p.add_argument("--lease", help="seconds one attempt may run before it counts as lost (default: the queue's or DELAYQ_LEASE)")
     p.add_argument("--unique", action="store_true", help="with --ext: one live job per queue+ext; a repeat returns it")
     p.add_argument("--from-file", metavar="FILE", help="bulk: a JSON-lines file ('-' for stdin); other flags are not allowed")
     return p
@@ -41,7 +42,8 @@ def build_parser() -> cli.Parser:
 def single(args: Any) -> dict[str, Any]:
     raw = {"call": args.call, "args": args.args, "delay": args.delay, "at": args.at, "ext": args.ext,
            "queue": args.queue, "ladder": args.ladder, "max_attempts": args.max_attempts,
-           "deadline": args.deadline, "priority": args.priority, "unique": args.unique or None}
+           "deadline": args.deadline, "priority": args.priority, "unique": args.unique or None,
+           "lease": args.lease}
     return {k: v for k, v in raw.items() if v is not None}
 
 

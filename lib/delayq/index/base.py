@@ -41,6 +41,23 @@ class DueIndex(ABC):
     def server_time(self) -> float:
         """The index server's clock, epoch seconds."""
 
+    # -- rebuild (bin/compensate.py) -----------------------------------------
+    def restore(self, entries: list[tuple[int, str, float]], now: float) -> int:
+        """Add pending (job_id, queue, due_at) missing from the index; returns how many were added.
+
+        Atomic per call and queue; ids claimed by a live runner (in flight, lease
+        not run out) are left alone.
+        """
+        return 0
+
+    def members(self, batch: int = 1000):
+        """Yield (queue, which, [(job_id, score)]) pages of every due ('due') and in-flight ('inflight') set."""
+        return iter(())
+
+    def drop_unchanged(self, queue: str, which: str, members: list[tuple[int, float]]) -> int:
+        """Remove members whose score is still the one read; returns how many were removed."""
+        return 0
+
 
 class StoreIndex(DueIndex):
     """No Redis: the store's rows (status, due_at) are the index; claims go through the store."""

@@ -79,6 +79,48 @@ class RedisIndex(DueIndex):
         except redis.RedisError as exc:
             raise self._fail(exc) from None
 
+    def restore(self, entries: list[tuple[int, str, float]], now: float) -> int:
+        added = 0
+        try:
+            for queue, items in _by_queue(entries):
+                for part in _chunks(items):
+                    args = [repr(now)] + [v for job, due in part for v in (repr(due), str(job))]
+                    added += self._scripts["restore"](keys=self.keys(queue), args=args)
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+        return added
+
+    def members(self, batch: int = 1000):
+        try:
+            pattern = "{" + self.prefix + ":*}:*"
+            for key in self.r.scan_iter(match=pattern, count=1000):
+                name = key.decode()
+                tag, _, which = name.rpartition(":")
+                queue = tag[len(self.prefix) + 2:-1]
+                if which not in ("due", "inflight") or self.keys(queue) != (tag + ":due", tag + ":inflight"):
+                    continue
+                page: list[tuple[int, float]] = []
+                for member, score in self.r.zscan_iter(name, count=batch):
+                    page.append((int(member), score))
+                    if len(page) >= batch:
+                        yield queue, which, page
+                        page = []
+                if page:
+                    yield queue, which, page
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
+    def drop_unchanged(self, queue: str, which: str, members: list[tuple[int, float]]) -> int:
+        key = self.keys(queue)[0 if which == "due" else 1]
+        removed = 0
+        try:
+            for part in _chunks(members):
+                args = [v for job, score in part for v in (repr(score), str(job))]
+                removed += self._scripts["drop_unchanged"](keys=[key], args=args)
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+        return removed
+
     def next_due(self, queues: list[str]) -> float | None:
         try:
             with self.r.pipeline(transaction=False) as pipe:

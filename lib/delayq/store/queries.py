@@ -27,7 +27,8 @@ def parse(text: str) -> dict[str, str]:
 
 
 def tables(prefix: str) -> dict[str, str]:
-    return {"jobs": f"{prefix}_jobs", "attempts": f"{prefix}_attempts", "migrations": f"{prefix}_migrations"}
+    return {"jobs": f"{prefix}_jobs", "attempts": f"{prefix}_attempts", "steps": f"{prefix}_steps",
+            "migrations": f"{prefix}_migrations"}
 
 
 class Queries:
@@ -42,12 +43,11 @@ class Queries:
     def names(self) -> set[str]:
         return set(self._sql)
 
-    def __call__(self, name: str, ids: int = 0, queues: int = 0, rows: int = 0) -> str:
+    def __call__(self, name: str, ids: int = 0, queues: int = 0, statuses: int = 0, rows: int = 0) -> str:
         sql = self._sql[name]
-        if ids:
-            sql = sql.replace("{ids}", ", ".join([self.placeholder] * ids))
-        if queues:
-            sql = sql.replace("{queues}", ", ".join([self.placeholder] * queues))
+        for token, count in (("{ids}", ids), ("{queues}", queues), ("{statuses}", statuses)):
+            if count:
+                sql = sql.replace(token, ", ".join([self.placeholder] * count))
         if rows:
             row = self._sql[_ROW_OF[name]]
             sql = sql.replace("{rows}", ", ".join([row] * rows))

@@ -12,6 +12,7 @@ from ..errors import BackendError
 from ..jobs import FAILED, PENDING, SUCCEEDED, Attempt, Job, JobSpec, Outcome
 from .base import Cancelled, Inserted, Store
 from .queries import Queries, migrations
+from .sql_recovery import RecoveryOps
 
 CHUNK = 500
 _JOB_FIELDS = {
@@ -19,7 +20,7 @@ _JOB_FIELDS = {
     "attempts": "attempts", "max_attempts": "max_attempts", "ladder": "ladder", "due_at": "due_at",
     "ext": "ext", "deadline": "deadline", "priority": "priority", "last_error": "last_error",
     "created_at": "created_at", "started_at": "started_at", "finished_at": "finished_at",
-    "updated_at": "updated_at",
+    "updated_at": "updated_at", "at_most_once": "at_most_once", "lease_until": "lease_until",
 }
 
 
@@ -32,7 +33,7 @@ class _NotAllHeld(Exception):
     """Rolls back the fast path of finish() when a claim no longer holds every job."""
 
 
-class SqlStore(Store):
+class SqlStore(RecoveryOps, Store):
     dialect = ""
     placeholder = "%s"
     driver_errors: tuple[type[BaseException], ...] = ()
@@ -147,7 +148,8 @@ class SqlStore(Store):
     @staticmethod
     def _row(spec: JobSpec, now: float) -> tuple:
         return (spec.queue, spec.ext, 1 if spec.unique else None, spec.call, spec.args_json, spec.max_attempts,
-                spec.ladder, spec.due_at, spec.deadline, spec.priority, now, now)
+                spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease, 1 if spec.at_most_once else 0,
+                now, now)
 
     def _insert_unique(self, cur: Any, spec: JobSpec, now: float) -> Inserted:
         for _ in range(5):
@@ -167,22 +169,22 @@ class SqlStore(Store):
                 cur.execute(self.q("delete_jobs", ids=len(part)), list(part))
 
     # -- claim ---------------------------------------------------------------
-    def start(self, ids: list[int], token: str, now: float, lease_until: float) -> list[Job]:
+    def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
         if not ids:
             return []
         with self.tx() as cur:
-            return self._start(cur, ids, token, now, lease_until)
+            return self._start(cur, ids, token, now, lease)
 
-    def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease_until: float) -> list[Job]:
-        cur.execute(self.q("start_jobs", ids=len(ids)), [token, lease_until, now, now, *ids])
+    def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> list[Job]:
+        cur.execute(self.q("start_jobs", ids=len(ids)), [token, now, lease, now, now, *ids])
         cur.execute(self.q("select_claimed", ids=len(ids)), [*ids, token])
         return self._jobs(cur)
 
-    def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease_until: float) -> list[Job]:
+    def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
         with self.tx() as cur:
             cur.execute(self.q("lock_due", queues=len(queues)), [*queues, now, limit])
             ids = [row[0] for row in cur.fetchall()]
-            return self._start(cur, ids, token, now, lease_until) if ids else []
+            return self._start(cur, ids, token, now, lease) if ids else []
 
     def next_due(self, queues: list[str]) -> float | None:
         with self.tx() as cur:

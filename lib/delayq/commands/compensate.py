@@ -1,0 +1,38 @@
+"""bin/compensate.py: recover jobs of vanished runners, rebuild the due index, send alerts (cron, each minute)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tqdm import tqdm
+
+from .. import app, cli, config, recovery
+
+PROG = "compensate.py"
+
+
+@cli.boundary(PROG)
+def main(argv: list[str] | None = None) -> int:
+    p = cli.parser(PROG, "Recover running jobs whose lease ran out, put pending jobs missing from the due index "
+                         "back, drop stale index entries, and send alerts for jobs that failed for good. "
+                         "Safe to run from several hosts at once.", verbose=True)
+    p.add_argument("--no-reconcile", action="store_true", help="skip the index rebuild (leases and alerts only)")
+    args = p.parse_args(argv)
+    cli.setup_logging(args.verbose)
+    settings = config.load()
+    manager = app.connect(settings)
+    alerter = app.alerter(settings)
+    started = time.monotonic()
+    recovered = recovery.recover_expired(manager)
+    rebuilt = recovery.Reconciled()
+    if not args.no_reconcile:
+        with tqdm(desc="reconcile", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+            rebuilt = recovery.reconcile(manager, bar.update)
+    alerted = manager.send_alerts(alerter) if alerter else 0
+    data = {"requeued": sum(1 for r in recovered if r.status == "pending"),
+            "failed": sum(1 for r in recovered if r.status == "failed"),
+            "restored": rebuilt.restored, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
+            "alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
+    cli.emit(args, data, f"{PROG}: " + " ".join(f"{k}={v}" for k, v in data.items()))
+    return 0

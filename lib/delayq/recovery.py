@@ -1,0 +1,85 @@
+"""Crash recovery (bin/compensate.py): expired leases, and the due index rebuilt from the database.
+
+Safe to run from several hosts at once: every change is conditional on what was
+read (the claim token for a job, the score for an index member), so two runs
+never both apply a decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from .jobs import FAILED, PENDING, RUNNING
+from .manager import Manager
+from .store.base import Expired, Recovery
+
+log = logging.getLogger(__name__)
+UNKNOWN = "interrupted, outcome unknown: check by hand, then bin/retry.py"
+PAGE = 5000
+
+
+@dataclass
+class Reconciled:
+    restored: int = 0      # pending jobs put back into the due index
+    dropped: int = 0       # index members whose job is no longer pending (or running, for in-flight)
+    scanned: int = 0       # pending rows read
+
+
+def decide(e: Expired, now: float) -> Recovery:
+    """What becomes of a job whose runner vanished: run again, or fail without re-running."""
+    if e.manual_running or (e.at_most_once and e.started_at is not None):
+        return Recovery(e.id, e.queue, e.token, FAILED, None, UNKNOWN, True, e.attempts, e.started_at)
+    if e.at_most_once:   # claimed but never begun: nothing ran, so it may run; the claim does not count
+        return Recovery(e.id, e.queue, e.token, PENDING, now, "claimed but not begun before the lease ran out",
+                        False, e.attempts, None)
+    if e.attempts >= e.max_attempts:
+        return Recovery(e.id, e.queue, e.token, FAILED, None, "interrupted (lease ran out) with no attempts left",
+                        True, e.attempts, e.started_at)
+    return Recovery(e.id, e.queue, e.token, PENDING, now, "interrupted: lease ran out (runner killed or hung)",
+                    True, e.attempts, e.started_at)
+
+
+def recover_expired(manager: Manager, batch: int = 500) -> list[Recovery]:
+    """Recover every running job whose lease ran out; the index follows the committed rows."""
+    done: list[Recovery] = []
+    while True:
+        now = manager.clock.now()
+        found = manager.store.expired(now, batch)
+        applied = manager.store.recover([decide(e, now) for e in found], now)
+        manager.index.reschedule([(r.id, r.queue, r.due_at) for r in applied if r.status == PENDING])
+        manager.index.release([(r.id, r.queue) for r in applied if r.status != PENDING])
+        for r in applied:
+            level = logging.WARNING if r.status == FAILED else logging.INFO
+            log.log(level, "job=%s queue=%s recovered=%s reason=%r", r.id, r.queue, r.status, r.error)
+        done.extend(applied)
+        if len(found) < batch:
+            return done
+
+
+def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -> Reconciled:
+    """Make the due index match the database: add missing pending jobs, drop stale members."""
+    result = Reconciled()
+    if manager.index.in_store:
+        return result    # the rows are the index: nothing to rebuild
+    after = 0
+    while True:
+        page = manager.store.pending_page(after, PAGE)
+        if not page:
+            break
+        result.scanned += len(page)
+        result.restored += manager.index.restore(page, manager.clock.now())
+        after = page[-1][0]
+        if progress:
+            progress(len(page))
+    now = manager.clock.now()
+    for queue, which, members in manager.index.members():
+        statuses = manager.store.statuses([job for job, _ in members])
+        if which == "due":
+            stale = [(job, score) for job, score in members if statuses.get(job) != PENDING]
+        else:   # in flight: keep live claims; drop expired ones whose job is no longer running
+            stale = [(job, score) for job, score in members if score < now and statuses.get(job) != RUNNING]
+        if stale:
+            result.dropped += manager.index.drop_unchanged(queue, which, stale)
+    return result

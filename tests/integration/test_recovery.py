@@ -1,0 +1,226 @@
+"""Issue 3's promises on every backend: leases, crash recovery, index rebuild, steps, retry, purge."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from delayq import recovery
+from delayq.errors import NotFound
+from delayq.runner import Runner
+from tests.conftest import make_backend
+
+NOOP = "examples.shop:noop"
+
+
+def run(q, batch=200):
+    return Runner(q, ["default"], batch).run_pass()
+
+
+def effects(path):
+    return Counter(line.split()[0] for line in path.read_text().splitlines()) if path.exists() else Counter()
+
+
+def crash_after_claim(q, limit=200):
+    """A runner that claimed (rows running) and died before recording anything."""
+    return q.claim(["default"], limit)
+
+
+def test_killed_runner_job_runs_again_and_the_interrupted_attempt_counts(q, clock):
+    job = q.enqueue(NOOP)
+    crash_after_claim(q)
+    clock.advance(q.lease - 1)
+    assert recovery.recover_expired(q) == []            # lease not run out yet
+    clock.advance(2)
+    recovered = recovery.recover_expired(q)
+    assert [(r.id, r.status) for r in recovered] == [(job.id, "pending")]
+    assert recovery.recover_expired(q) == []            # a second compensate run finds nothing
+    assert run(q).succeeded == 1
+    assert [a.outcome for a in q.attempts(job.id)] == ["interrupted", "succeeded"]
+    assert q.store.get(job.id).attempts == 2
+
+
+def test_interrupted_job_without_attempts_left_fails(q, clock):
+    job = q.enqueue(NOOP, max_attempts=1)
+    crash_after_claim(q)
+    clock.advance(q.lease + 1)
+    recovery.recover_expired(q)
+    stored = q.store.get(job.id)
+    assert stored.status == "failed" and "no attempts left" in stored.last_error
+
+
+def test_at_most_once_job_that_began_is_never_rerun(q, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    job = q.enqueue("examples.shop:charge", {"path": str(log)})
+    assert q.store.get(job.id).max_attempts == 1
+    claim = crash_after_claim(q)
+    assert q.begin(claim.jobs[0], claim.token)          # it began (and charged), then the host died
+    clock.advance(q.lease + 1)
+    recovery.recover_expired(q)
+    stored = q.store.get(job.id)
+    assert stored.status == "failed" and stored.last_error == recovery.UNKNOWN
+    clock.advance(3600)
+    assert run(q).claimed == 0
+    assert [a.outcome for a in q.attempts(job.id)] == ["interrupted"]
+    assert [j["id"] for j in q.store.alerts_due(10)] == [job.id]
+
+
+def test_at_most_once_job_claimed_but_not_begun_may_run_once(q, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    job = q.enqueue("examples.shop:charge", {"path": str(log)})
+    crash_after_claim(q)
+    clock.advance(q.lease + 1)
+    [r] = recovery.recover_expired(q)
+    assert r.status == "pending" and q.store.get(job.id).attempts == 0
+    assert run(q).succeeded == 1
+    assert effects(log)["charge"] == 1
+
+
+def test_paused_runner_does_not_begin_an_at_most_once_job_taken_over(q, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    q.enqueue("examples.shop:charge", {"path": str(log)})
+    claim = crash_after_claim(q)                        # the runner is paused here (GC, swap, SIGSTOP)
+    clock.advance(q.lease + 1)
+    recovery.recover_expired(q)
+    runner = Runner(q, ["default"])
+    assert runner.execute(claim.jobs[0], claim.token) is None      # wakes up: must not charge
+    assert run(q).succeeded == 1                                   # the recovered job runs once
+    assert effects(log)["charge"] == 1
+
+
+def test_failed_at_most_once_job_is_not_retried(q, tmp_path):
+    job = q.enqueue("examples.shop:charge", {"path": str(tmp_path / "e.log"), "fail": True})
+    assert run(q).failed == 1
+    assert q.store.get(job.id).status == "failed"
+
+
+def test_a_long_job_extends_its_lease(q, clock):
+    job = q.enqueue(NOOP, lease=60)
+    claim = crash_after_claim(q)
+    assert claim.jobs[0].lease_until == pytest.approx(clock.now() + 60)
+    clock.advance(50)
+    assert q.extend(job.id, claim.token, 120)
+    clock.advance(100)                                  # past the first lease, within the extension
+    assert recovery.recover_expired(q) == []
+    clock.advance(30)
+    assert [r.id for r in recovery.recover_expired(q)] == [job.id]
+    assert not q.extend(job.id, claim.token, 60)        # the claim is gone now
+
+
+def test_queue_lease_applies_to_its_jobs(backend, clock):
+    q = backend.manager()
+    q.queue_leases = {"report": 3600}
+    q.enqueue(NOOP, queue="report")
+    claim = q.claim(["report"], 10)
+    assert claim.jobs[0].lease_until == pytest.approx(clock.now() + 3600)
+
+
+def test_steps_run_independently_and_only_failed_auto_steps_rerun(q, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    job = q.enqueue("examples.shop:SendGift", {"path": str(log), "star_failures": 1}, ladder="5")
+    assert run(q).retried == 1
+    assert effects(log) == Counter(star=1, charge=1, notify=1)     # the failing step held nothing back
+    clock.advance(5)
+    assert run(q).succeeded == 1
+    assert effects(log) == Counter(star=2, charge=1, notify=1)
+    steps = {s.name: (s.status, s.attempts) for s in q.store.steps(job.id)}
+    assert steps == {"add_week_star": ("succeeded", 2), "charge_user": ("succeeded", 1), "notify": ("succeeded", 1)}
+
+
+def test_failed_manual_step_fails_the_job_once_and_a_person_can_rerun_it(q, clock, tmp_path, backend):
+    log = tmp_path / "effects.log"
+    job = q.enqueue("examples.shop:SendGift", {"path": str(log), "charge_fails": True}, ladder="5")
+    assert run(q).failed == 1
+    stored = q.store.get(job.id)
+    assert stored.status == "failed" and "manual step(s) failed: charge_user" in stored.last_error
+    assert [j["id"] for j in q.store.alerts_due(10)] == [job.id]
+    clock.advance(3600)
+    assert run(q).claimed == 0 and effects(log)["charge"] == 1
+    with q.store.tx() as cur:   # the person fixed the cause: the gateway now accepts
+        cur.execute(f"UPDATE {backend.prefix}_jobs SET args = {q.store.placeholder} WHERE id = {q.store.placeholder}",
+                    ('{"path": "%s"}' % log, job.id))
+    assert q.retry(job_id=job.id, step="charge_user") == [job.id]
+    assert q.store.alerts_due(10) == []
+    assert run(q).succeeded == 1
+    assert effects(log) == Counter(star=1, charge=2, notify=1)
+
+
+def test_manual_step_interrupted_mid_run_is_failed_not_rerun(q, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    job = q.enqueue("examples.shop:SendGift", {"path": str(log)})
+    claim = crash_after_claim(q)
+    q.store.ensure_steps(job.id, [("add_week_star", "auto"), ("charge_user", "manual"), ("notify", "auto")], clock.now())
+    assert q.store.begin_step(job.id, "add_week_star", claim.token, clock.now())
+    assert q.store.begin_step(job.id, "charge_user", claim.token, clock.now())   # then the host died
+    clock.advance(q.lease + 1)
+    [r] = recovery.recover_expired(q)
+    assert r.status == "failed" and r.error == recovery.UNKNOWN
+    steps = {s.name: s.status for s in q.store.steps(job.id)}
+    assert steps == {"add_week_star": "pending", "charge_user": "failed", "notify": "pending"}
+
+
+def test_retry_by_ext_and_reset_attempts(q, clock):
+    job = q.enqueue("examples.shop:refund_rejected", {"order_id": 1}, ext="order:1")
+    run(q)
+    with pytest.raises(NotFound):
+        q.retry(ext="order:unknown")
+    assert q.retry(ext="order:1", reset_attempts=True, at=clock.now() + 60) == [job.id]
+    stored = q.store.get(job.id)
+    assert stored.status == "pending" and stored.attempts == 0 and stored.due_at == clock.now() + 60
+    with pytest.raises(NotFound, match="is pending"):
+        q.retry(job_id=job.id)
+    clock.advance(60)
+    assert run(q).failed == 1
+
+
+def test_purge_deletes_old_finished_jobs_with_history_and_keeps_failed(q, clock):
+    old = q.enqueue(NOOP)
+    failed = q.enqueue("examples.shop:refund_rejected", {"order_id": 2})
+    run(q)
+    clock.advance(4 * 86400)
+    recent = q.enqueue(NOOP)
+    run(q)
+    assert q.purge(["succeeded", "cancelled"], 3 * 86400, batch=1) == 1
+    assert q.store.get(old.id) is None and q.attempts(old.id) == []
+    assert q.store.get(failed.id).status == "failed" and q.store.get(recent.id).status == "succeeded"
+
+
+@pytest.fixture
+def redis_q(tmp_path, clock):
+    """MySQL + Redis only: the other backends have no separate index to lose."""
+    backend = make_backend("mysql+redis", tmp_path, clock)
+    yield backend.manager()
+    backend.cleanup()
+
+
+def test_rebuild_restores_a_flushed_index(redis_q, clock):
+    q = redis_q
+    jobs = q.enqueue_many([{"call": NOOP, "delay": i % 5} for i in range(1200)])
+    cancelled = q.enqueue(NOOP)
+    q.store.cancel(clock.now(), job_id=cancelled.id)       # its index entry is left behind
+    due, inflight = q.index.keys("default")
+    q.index.r.delete(due)                                  # FLUSHALL, eviction, a lost failover write...
+    result = recovery.reconcile(q)
+    assert (result.scanned, result.restored) == (1200, 1200)
+    assert q.index.r.zcard(due) == 1200
+    assert recovery.reconcile(q).restored == 0             # idempotent
+    clock.advance(5)
+    assert sum(run(q, 500).succeeded for _ in range(3)) == len(jobs)
+
+
+def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
+    q = redis_q
+    gone = q.enqueue(NOOP)
+    stranded = q.enqueue(NOOP)
+    q.store.cancel(clock.now(), job_id=gone.id)
+    ids = q.index.claim("default", clock.now(), 10, clock.now() + q.lease)   # claimed, then the runner died
+    assert set(ids) == {gone.id, stranded.id}
+    assert recovery.reconcile(q).restored == 0             # a live claim is left alone
+    clock.advance(q.lease + 1)
+    result = recovery.reconcile(q)
+    assert result.restored == 1 and result.dropped == 1
+    due, inflight = q.index.keys("default")
+    assert q.index.r.zrange(due, 0, -1) == [str(stranded.id).encode()]
+    assert q.index.r.zcard(inflight) == 0
+    assert run(q).succeeded == 1

@@ -1,0 +1,39 @@
+from delayq import recovery
+from delayq.config import load
+from delayq.store.base import Expired
+
+NOW = 1000.0
+
+
+def expired(**kw):
+    base = dict(id=1, queue="q", token="t", attempts=1, max_attempts=3, at_most_once=False, started_at=900.0,
+                manual_running=0)
+    return Expired(**{**base, **kw})
+
+
+def test_ordinary_job_runs_again_now_and_the_attempt_counts():
+    r = recovery.decide(expired(), NOW)
+    assert (r.status, r.due_at, r.counts) == ("pending", NOW, True)
+
+
+def test_no_attempts_left_fails():
+    assert recovery.decide(expired(attempts=3), NOW).status == "failed"
+
+
+def test_at_most_once_begun_or_manual_step_running_is_unknown_and_fails():
+    for e in (expired(at_most_once=True, max_attempts=1), expired(manual_running=1)):
+        r = recovery.decide(e, NOW)
+        assert (r.status, r.error) == ("failed", recovery.UNKNOWN)
+
+
+def test_at_most_once_never_begun_runs_again_without_counting():
+    r = recovery.decide(expired(at_most_once=True, started_at=None, max_attempts=1), NOW)
+    assert (r.status, r.counts) == ("pending", False)
+
+
+def test_queue_leases_and_secrets_stay_out_of_repr():
+    settings = load({"DELAYQ_QUEUE_LEASES": "report:3600, sms.fast:60", "DELAYQ_ALERT_WEBHOOK": "https://h/x?token=abc",
+                     "DELAYQ_ALERT_SECRET": "s3cret"}, None)
+    assert settings.lease_for("report") == 3600 and settings.lease_for("sms.fast") == 60
+    assert settings.lease_for("other") is None
+    assert "abc" not in repr(settings) and "s3cret" not in repr(settings)
