@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test unit install bench clean
+.PHONY: run test unit install bench chaos clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ unit: install           ## the unit layer only: no server
 bench: install          ## throughput of a burst of due no-op jobs (BENCH_N, default 20000)
 	scripts/ensure_services.sh
 	$(PY) benchmarks/burst.py
+
+chaos: install          ## faults injected into real processes and servers; prints the figures (CHAOS_SCALE=short for CI's size)
+	scripts/ensure_services.sh
+	$(PY) tests/chaos/chaos.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo.db

@@ -7,6 +7,7 @@ FLUSH_EVERY seconds so that a slow job does not hold finished ones back.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import traceback
@@ -63,6 +64,17 @@ def decide(job: Job, exc: BaseException | None, finished_at: float, rng: random.
     if job.deadline is not None and due > job.deadline:
         return FAILED, None
     return PENDING, due
+
+
+def job_args(job: Job) -> dict:
+    """The stored args as keyword arguments; a row edited into something else fails for good."""
+    try:
+        args = json.loads(job.args_json)
+    except ValueError as exc:
+        raise Permanent(f"args are not valid JSON: {exc}") from None
+    if not isinstance(args, dict):
+        raise Permanent("args must be a JSON object")
+    return args
 
 
 class Runner:
@@ -132,10 +144,11 @@ class Runner:
 
     def _call(self, job: Job, claim_token: str) -> None:
         target = self.manager.registry.resolve(job.call)
+        args = job_args(job)
         if steps_of(target) is not None:
-            run_steps(self.manager.store, self.clock, job, claim_token, target, job.args, describe_error)
+            run_steps(self.manager.store, self.clock, job, claim_token, target, args, describe_error)
         else:
-            target(**job.args)
+            target(**args)
 
     def _flush(self, token: str, outcomes: list[Outcome], summary: Summary) -> None:
         if not outcomes:

@@ -1,0 +1,84 @@
+"""Private MariaDB and Redis servers for chaos runs: ours to stop, restart and FLUSHALL.
+
+They live in a temporary directory on free loopback ports and are ended by their
+own pid; the shared servers on 3306 and 6379 are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, up: bool = True, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            if up:
+                return
+        except OSError:
+            if not up:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"port {port} did not {'open' if up else 'close'} within {timeout} s")
+
+
+class PrivateRedis:
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="delayq-chaos-redis-")
+        self.proc = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                                      "--appendonly", "no", "--dir", self.dir], stdout=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PrivateMariaDB:
+    """A throwaway mariadbd with its own data directory; stop() and start() keep the data."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="delayq-chaos-mariadb-")
+        data = os.path.join(self.dir, "data")
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
+                        "--auth-root-authentication-method=normal", "--skip-test-db"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc: subprocess.Popen | None = None
+        self.start()
+        subprocess.run(["mariadb", "-uroot", "-h127.0.0.1", f"-P{self.port}", "-e", "CREATE DATABASE test"], check=True)
+        self.url = f"mysql://root@127.0.0.1:{self.port}/test"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={self.dir}/data", f"--port={self.port}",
+             "--bind-address=127.0.0.1", f"--socket={self.dir}/sock", "--user=root", "--skip-log-bin",
+             "--innodb-buffer-pool-size=128M", f"--pid-file={self.dir}/pid"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "server.log"), "a"))
+        wait_port(self.port)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+        wait_port(self.port, up=False)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
