@@ -67,7 +67,7 @@ def drop_mysql(prefix: str) -> None:
 
 def drop_redis(prefix: str) -> None:
     r = redis.Redis.from_url(REDIS_URL)
-    keys = list(r.scan_iter(match="{" + prefix + ":*", count=1000))
+    keys = [k for pattern in ("{" + prefix + ":*", "{" + prefix + "}:*") for k in r.scan_iter(match=pattern, count=1000)]
     if keys:
         r.delete(*keys)
 

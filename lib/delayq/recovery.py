@@ -8,6 +8,8 @@ never both apply a decision.
 from __future__ import annotations
 
 import logging
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable
 
@@ -59,10 +61,16 @@ def recover_expired(manager: Manager, batch: int = 500) -> list[Recovery]:
 
 
 def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -> Reconciled:
-    """Make the due index match the database: add missing pending jobs, drop stale members."""
+    """Make the due index match the database: add missing pending jobs, drop stale members.
+
+    Bounded memory and round trips: pending rows are read a page at a time in id
+    order, and their ids kept in a sorted array (8 bytes each) so that checking
+    the index's members costs a status query only for members not seen pending.
+    """
     result = Reconciled()
     if manager.index.in_store:
         return result    # the rows are the index: nothing to rebuild
+    seen = array("q")
     after = 0
     while True:
         page = manager.store.pending_page(after, PAGE)
@@ -70,16 +78,26 @@ def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -
             break
         result.scanned += len(page)
         result.restored += manager.index.restore(page, manager.clock.now())
+        seen.extend(job for job, _, _ in page)
         after = page[-1][0]
         if progress:
             progress(len(page))
     now = manager.clock.now()
     for queue, which, members in manager.index.members():
-        statuses = manager.store.statuses([job for job, _ in members])
-        if which == "due":
-            stale = [(job, score) for job, score in members if statuses.get(job) != PENDING]
-        else:   # in flight: keep live claims; drop expired ones whose job is no longer running
-            stale = [(job, score) for job, score in members if score < now and statuses.get(job) != RUNNING]
-        if stale:
-            result.dropped += manager.index.drop_unchanged(queue, which, stale)
+        if which == "due":   # a member not seen pending may be stale, or newer than the scan: ask the rows
+            suspects = [(job, score) for job, score in members if not _contains(seen, job)]
+            keep = PENDING
+        else:                # in flight: live claims stay; expired ones go once their job is not running
+            suspects = [(job, score) for job, score in members if score < now]
+            keep = RUNNING
+        if suspects:
+            statuses = manager.store.statuses([job for job, _ in suspects])
+            stale = [(job, score) for job, score in suspects if statuses.get(job) != keep]
+            if stale:
+                result.dropped += manager.index.drop_unchanged(queue, which, stale)
     return result
+
+
+def _contains(sorted_ids: array, job: int) -> bool:
+    i = bisect_left(sorted_ids, job)
+    return i < len(sorted_ids) and sorted_ids[i] == job

@@ -2,23 +2,33 @@
 -- KEYS[1]  the due set       (ZSET: member = job id, score = due time, epoch seconds)
 -- KEYS[2]  the in-flight set (ZSET: member = job id, score = lease expiry, epoch seconds)
 -- ARGV[1]  now, epoch seconds
--- ARGV[2..] due1, id1, due2, id2, ... (pending rows read from the database)
+-- ARGV[2..] due1, id1, due2, id2, ... (pending rows read from the database; at most 5000 pairs)
 -- An id already due is left alone (its score may be newer than the row we read).
 -- An id in flight with an unexpired lease is left alone: a runner claimed it and
 -- is about to move the row to running. An id in flight past its lease was
 -- stranded (a runner died between its claim and its UPDATE): it is due again.
--- Returns how many ids were added.
+-- Needs Redis >= 6.2 (ZMSCORE). Returns how many ids were added.
 local now = tonumber(ARGV[1])
-local added = 0
-for i = 2, #ARGV, 2 do
-  local due, id = ARGV[i], ARGV[i + 1]
-  if not redis.call('ZSCORE', KEYS[1], id) then
-    local lease = redis.call('ZSCORE', KEYS[2], id)
-    if not lease or tonumber(lease) < now then
-      redis.call('ZADD', KEYS[1], due, id)
-      redis.call('ZREM', KEYS[2], id)
-      added = added + 1
+local ids = {}
+for i = 3, #ARGV, 2 do
+  ids[#ids + 1] = ARGV[i]
+end
+local due = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+local lease = redis.call('ZMSCORE', KEYS[2], unpack(ids))
+local add, free = {}, {}
+for k = 1, #ids do
+  if not due[k] and (not lease[k] or tonumber(lease[k]) < now) then
+    add[#add + 1] = ARGV[2 * k]
+    add[#add + 1] = ids[k]
+    if lease[k] then
+      free[#free + 1] = ids[k]
     end
   end
 end
-return added
+if #add > 0 then
+  redis.call('ZADD', KEYS[1], unpack(add))
+end
+if #free > 0 then
+  redis.call('ZREM', KEYS[2], unpack(free))
+end
+return #add / 2

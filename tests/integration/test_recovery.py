@@ -224,3 +224,13 @@ def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
     assert q.index.r.zrange(due, 0, -1) == [str(stranded.id).encode()]
     assert q.index.r.zcard(inflight) == 0
     assert run(q).succeeded == 1
+
+
+def test_rebuild_runs_once_per_interval_and_at_once_after_a_wipe(redis_q):
+    q = redis_q
+    assert q.index.rebuild_due(600) is True
+    assert q.index.rebuild_due(600) is False           # another host, or the next minute
+    q.enqueue(NOOP)
+    for key in q.index.r.scan_iter(match="{" + q.index.prefix + "*"):
+        q.index.r.delete(key)                          # what FLUSHALL does to our keys
+    assert q.index.rebuild_due(600) is True

@@ -17,7 +17,11 @@ def main(argv: list[str] | None = None) -> int:
     p = cli.parser(PROG, "Recover running jobs whose lease ran out, put pending jobs missing from the due index "
                          "back, drop stale index entries, and send alerts for jobs that failed for good. "
                          "Safe to run from several hosts at once.", verbose=True)
-    p.add_argument("--no-reconcile", action="store_true", help="skip the index rebuild (leases and alerts only)")
+    p.add_argument("--rebuild-every", type=float, default=600, metavar="SECONDS",
+                   help="rebuild the due index at most this often across all hosts (default 600); at once when "
+                        "Redis lost it (FLUSHALL, eviction, failover)")
+    p.add_argument("--rebuild", choices=("auto", "now", "never"), default="auto",
+                   help="auto (default): by --rebuild-every; now: this run; never: leases and alerts only")
     args = p.parse_args(argv)
     cli.setup_logging(args.verbose)
     settings = config.load()
@@ -26,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     recovered = recovery.recover_expired(manager)
     rebuilt = recovery.Reconciled()
-    if not args.no_reconcile:
+    if args.rebuild == "now" or (args.rebuild == "auto" and manager.index.rebuild_due(args.rebuild_every)):
         with tqdm(desc="reconcile", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
             rebuilt = recovery.reconcile(manager, bar.update)
     alerted = manager.send_alerts(alerter) if alerter else 0

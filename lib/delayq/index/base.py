@@ -58,6 +58,10 @@ class DueIndex(ABC):
         """Remove members whose score is still the one read; returns how many were removed."""
         return 0
 
+    def rebuild_due(self, every: float) -> bool:
+        """True at most once per `every` seconds across all hosts, and at once after the index was wiped."""
+        return False
+
 
 class StoreIndex(DueIndex):
     """No Redis: the store's rows (status, due_at) are the index; claims go through the store."""

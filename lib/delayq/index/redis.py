@@ -121,6 +121,13 @@ class RedisIndex(DueIndex):
             raise self._fail(exc) from None
         return removed
 
+    def rebuild_due(self, every: float) -> bool:
+        # A marker that FLUSHALL or an eviction wipes together with the sets, so a lost index is rebuilt at once.
+        try:
+            return bool(self.r.set("{" + self.prefix + "}:rebuilt", "1", nx=True, ex=max(1, int(every))))
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
     def next_due(self, queues: list[str]) -> float | None:
         try:
             with self.r.pipeline(transaction=False) as pipe:
