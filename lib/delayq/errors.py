@@ -41,6 +41,20 @@ class NotFound(DelayqError):
     exit_code = EXIT_NOT_FOUND
 
 
+class Snooze(Exception):
+    """Raised by a job to say "not yet, ask me again" (stepped polling, seed 001).
+
+    The job is rescheduled after `seconds`, or after its ladder's next step; it is
+    not a failure and raises no alert, but each snooze is an attempt row
+    ("snoozed") and counts toward the ladder position. The deadline (or, without
+    one, max_attempts) ends the polling.
+    """
+
+    def __init__(self, seconds: float | None = None):
+        super().__init__(f"snoozed for {seconds} s" if seconds is not None else "snoozed")
+        self.seconds = seconds
+
+
 class Permanent(Exception):
     """Raised by a job to fail at once, with no retry (the seeds' "error code 10000").
 

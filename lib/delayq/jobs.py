@@ -17,8 +17,9 @@ from .errors import InvalidInput
 from .registry import check_name
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "pending", "running", "succeeded", "failed", "cancelled"
-STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED)
-FINAL = (SUCCEEDED, FAILED, CANCELLED)
+TIMED_OUT = "timed_out"     # the deadline ended it (polling that never got its answer): not a failure
+STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
+FINAL = (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
 
 MAX_EXT = 191
 MAX_ARGS_BYTES = 65_535
@@ -26,7 +27,8 @@ AT_TOLERANCE = 60.0   # an --at this far in the past is still accepted (clock sk
 QUEUE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 SPEC_KEYS = {"call", "args", "delay", "at", "ext", "queue", "ladder", "max_attempts", "deadline", "priority", "unique",
-             "lease"}
+             "lease", "on_timeout"}
+QUEUE_DEFAULT_KEYS = {"ladder", "max_attempts", "lease", "priority"}
 MAX_LEASE = 7 * 86400
 
 
@@ -46,6 +48,9 @@ class JobSpec:
     unique: bool = False
     lease: float | None = None          # seconds an attempt may run; None = the queue's or DELAYQ_LEASE
     at_most_once: bool = False          # set from the code's @delayq.job(at_most_once=True)
+    on_timeout: str | None = None       # callable run once (as its own job) when the deadline ends the job
+    event: str | None = None            # the event code that created it (delayq.emit)
+    event_id: str | None = None         # one emitted event: all its handlers' jobs share it
 
 
 @dataclass
@@ -66,6 +71,9 @@ class Job:
     priority: int = 0
     at_most_once: bool = False
     lease_until: float | None = None
+    on_timeout: str | None = None
+    event: str | None = None
+    event_id: str | None = None
     last_error: str | None = None
     created_at: float | None = None
     started_at: float | None = None
@@ -97,15 +105,18 @@ class Outcome:
     """What one run of a claimed job came to, for Store.finish."""
 
     job: Job
-    status: str              # succeeded, pending (a retry), failed
+    status: str              # succeeded, pending (a retry or a snooze), failed, timed_out
     started_at: float
     finished_at: float
     error: str | None = None
     due_at: float | None = None    # for a retry
+    snoozed: bool = False
 
     @property
     def attempt_outcome(self) -> str:
-        return "retry" if self.status == PENDING else self.status
+        if self.status == PENDING:
+            return "snoozed" if self.snoozed else "retry"
+        return self.status
 
 
 def check_queue(queue: Any) -> str:
@@ -207,6 +218,11 @@ def build(raw: Mapping[str, Any], now: float) -> JobSpec:
     ladder = ladders.parse(raw.get("ladder"))
     max_attempts = raw.get("max_attempts")
     deadline = raw.get("deadline")
+    on_timeout = raw.get("on_timeout")
+    if on_timeout is not None:
+        check_name(on_timeout)
+        if deadline is None:
+            raise InvalidInput("on_timeout needs a deadline: when the deadline passes, it runs once")
     ext = check_ext(raw.get("ext"))
     unique = bool(raw.get("unique", False))
     lease = raw.get("lease")
@@ -224,8 +240,19 @@ def build(raw: Mapping[str, Any], now: float) -> JobSpec:
         ext=ext,
         ladder=ladder.spec,
         max_attempts=ladder.default_max_attempts if max_attempts is None else _integer("max_attempts", max_attempts, 1, 10_000),
-        deadline=None if deadline is None else now + _number("deadline", deadline),
+        deadline=None if deadline is None else parse_deadline(deadline, now),
         priority=_integer("priority", raw.get("priority") or 0, -1000, 1000),
         unique=unique,
         lease=lease,
+        on_timeout=on_timeout,
     )
+
+
+def parse_deadline(value: Any, now: float) -> float:
+    """Seconds from now (a number) or an absolute ISO-8601 time -> epoch seconds."""
+    if isinstance(value, str) and not re.fullmatch(r"\s*\d+(\.\d+)?\s*", value):
+        when = parse_at(value)
+        if when <= now:
+            raise InvalidInput(f"deadline {value!r} is already past")
+        return when
+    return now + _number("deadline", value)

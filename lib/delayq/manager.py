@@ -131,7 +131,8 @@ class Manager:
 
     def finish(self, token: str, outcomes: list[Outcome]) -> set[int]:
         """Commit outcomes, then update the index for the jobs this claim still held."""
-        held = self.store.finish(outcomes, token, self.clock.now())
+        held, handlers = self.store.finish(outcomes, token, self.clock.now())
+        self.index.add(handlers)     # on_timeout jobs, committed with the outcomes
         mine = [o for o in outcomes if o.job.id in held]
         self.index.reschedule([(o.job.id, o.job.queue, o.due_at) for o in mine if o.status == J.PENDING])
         self.index.release([(o.job.id, o.job.queue) for o in mine if o.status != J.PENDING])

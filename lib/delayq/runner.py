@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import context, ladders
-from .errors import CallableRefused, Permanent
+from .errors import CallableRefused, Permanent, Snooze
 from .registry import steps_of
 from .steps import run_steps
-from .jobs import FAILED, PENDING, SUCCEEDED, Job, Outcome
+from .jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
 from .manager import Manager
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,9 @@ class Summary:
     claimed: int = 0
     succeeded: int = 0
     retried: int = 0
+    snoozed: int = 0       # "not yet": rescheduled on the ladder, not a failure
     failed: int = 0
+    timed_out: int = 0     # the deadline ended them (their on_timeout handler is queued)
     lost: int = 0          # outcome not written: the claim's lease was taken over meanwhile
     skipped: int = 0       # at-most-once jobs not begun because their claim was already gone
     passes: int = 0
@@ -53,16 +55,25 @@ def describe_error(exc: BaseException) -> str:
 
 
 def decide(job: Job, exc: BaseException | None, finished_at: float, rng: random.Random | None = None) -> tuple[str, float | None]:
-    """(status, next due) after one attempt: succeeded, a retry on the ladder, or failed."""
+    """(status, next due) after one attempt: succeeded, rescheduled (a retry or a snooze), failed or timed_out.
+
+    A failure counts against max_attempts; a snooze does not when the job has a
+    deadline (the deadline ends polling). A next attempt that would fall after
+    the deadline ends the job as timed_out.
+    """
     if exc is None:
         return SUCCEEDED, None
     if isinstance(exc, (Permanent, CallableRefused)):
         return FAILED, None
-    if job.attempts >= job.max_attempts:
+    snooze = isinstance(exc, Snooze)
+    if job.attempts >= job.max_attempts and not (snooze and job.deadline is not None):
         return FAILED, None
-    due = finished_at + ladders.parse(job.ladder).delay(job.attempts, rng)
+    if snooze and exc.seconds is not None:
+        due = finished_at + max(0.0, float(exc.seconds))
+    else:
+        due = finished_at + ladders.parse(job.ladder).delay(job.attempts, rng)
     if job.deadline is not None and due > job.deadline:
-        return FAILED, None
+        return TIMED_OUT, None
     return PENDING, due
 
 
@@ -124,9 +135,11 @@ class Runner:
 
     def execute(self, job: Job, claim_token: str) -> Outcome | None:
         """Run one claimed job; None when an at-most-once job must not begin (its claim is gone)."""
+        started = self.clock.now()
+        if job.deadline is not None and started >= job.deadline:   # due only after its deadline (a backlog)
+            return Outcome(job, TIMED_OUT, started, started, "deadline passed before this attempt began")
         if job.at_most_once and not self.manager.begin(job, claim_token):
             return None
-        started = self.clock.now()
         exc: BaseException | None = None
         ctx = context.JobContext(job.id, job.queue, job.ext, job.attempts, job.max_attempts,
                                  lambda seconds: self.manager.extend(job.id, claim_token, seconds))
@@ -139,8 +152,10 @@ class Runner:
             context.leave(token)
         finished = self.clock.now()
         status, due = decide(job, exc, finished, self.rng)
-        self._log(job, status, exc, finished - started)
-        return Outcome(job, status, started, finished, None if exc is None else describe_error(exc), due)
+        snoozed = isinstance(exc, Snooze)
+        self._log(job, status, exc, finished - started, snoozed)
+        error = None if exc is None or (snoozed and status == PENDING) else describe_error(exc)
+        return Outcome(job, status, started, finished, error, due, snoozed)
 
     def _call(self, job: Job, claim_token: str) -> None:
         target = self.manager.registry.resolve(job.call)
@@ -159,15 +174,21 @@ class Runner:
                 summary.lost += 1
             elif outcome.status == SUCCEEDED:
                 summary.succeeded += 1
+            elif outcome.status == PENDING and outcome.snoozed:
+                summary.snoozed += 1
             elif outcome.status == PENDING:
                 summary.retried += 1
+            elif outcome.status == TIMED_OUT:
+                summary.timed_out += 1
             else:
                 summary.failed += 1
 
     @staticmethod
-    def _log(job: Job, status: str, exc: BaseException | None, seconds: float) -> None:
-        outcome = "retry" if status == PENDING else status
+    def _log(job: Job, status: str, exc: BaseException | None, seconds: float, snoozed: bool) -> None:
+        outcome = ("snoozed" if snoozed else "retry") if status == PENDING else status
+        fields = {"job": job.id, "queue": job.queue, "call": job.call, "attempt": job.attempts, "outcome": outcome,
+                  "ms": round(seconds * 1000, 1)}
+        if exc is not None and not snoozed:
+            fields["error"] = type(exc).__name__
         level = logging.WARNING if status == FAILED else logging.INFO
-        error = "" if exc is None else f" error={type(exc).__name__}"
-        log.log(level, "job=%s queue=%s call=%s attempt=%s outcome=%s ms=%.1f%s",
-                job.id, job.queue, job.call, job.attempts, outcome, seconds * 1000, error)
+        log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})

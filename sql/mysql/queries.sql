@@ -21,15 +21,15 @@ SELECT UNIX_TIMESTAMP(NOW(6))
 
 -- name: insert_jobs
 -- Insert new jobs, returning their ids in insertion order (MariaDB >= 10.5).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows} RETURNING id
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows} RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (MySQL 8).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, created_at, updated_at) VALUES {rows}
+INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows}
 
 -- name: job_row
 -- One VALUES group of insert_jobs.
-(%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+(%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: find_live_unique
 -- The live (pending or running) unique job of a queue and ext.
@@ -46,7 +46,7 @@ UPDATE {jobs} SET status = 'running', claim_token = %s, lease_until = %s + COALE
 
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids.
-SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once, lease_until FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once, lease_until, on_timeout FROM {jobs} WHERE id IN ({ids}) AND claim_token = %s
 
 -- name: lock_due
 -- Due pending jobs of some queues, locked, skipping those other runners hold (the in-database index).
@@ -191,3 +191,27 @@ DELETE FROM {attempts} WHERE job_id IN ({ids})
 -- name: delete_steps_of
 -- The step rows of some jobs.
 DELETE FROM {steps} WHERE job_id IN ({ids})
+
+-- name: finish_timed_out
+-- The deadline ended a held job (not a failure: no alert).
+UPDATE {jobs} SET status = 'timed_out', finished_at = %s, last_error = %s, updated_at = %s, claim_token = NULL, lease_until = NULL, unique_live = NULL WHERE id = %s AND claim_token = %s
+
+-- name: select_by_event
+-- Every job of one emitted event.
+SELECT * FROM {jobs} WHERE event_id = %s ORDER BY id
+
+-- name: stats
+-- Per queue and status: count, due now, oldest due, next due, finished since a time.
+SELECT queue, status, COUNT(*), SUM(CASE WHEN status = 'pending' AND due_at <= %s THEN 1 ELSE 0 END), MIN(CASE WHEN status = 'pending' THEN due_at END), MIN(CASE WHEN status = 'pending' AND due_at > %s THEN due_at END), SUM(CASE WHEN finished_at >= %s THEN 1 ELSE 0 END) FROM {jobs} GROUP BY queue, status
+
+-- name: list_jobs
+-- Jobs newest first, filtered by status, queue and ext prefix (each filter optional).
+SELECT id, queue, ext, callable, status, attempts, max_attempts, due_at, finished_at, last_error FROM {jobs} WHERE (%s IS NULL OR status = %s) AND (%s IS NULL OR queue = %s) AND (%s IS NULL OR ext LIKE %s ESCAPE '!') ORDER BY id DESC LIMIT %s
+
+-- name: live_queues_like
+-- Queues matching a pattern that have pending or running jobs.
+SELECT DISTINCT queue FROM {jobs} WHERE queue LIKE %s AND status IN ('pending', 'running') ORDER BY queue
+
+-- name: failed_in_queue
+-- The oldest failed jobs of a queue.
+SELECT id FROM {jobs} WHERE queue = %s AND status = 'failed' ORDER BY id LIMIT %s

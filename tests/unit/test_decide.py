@@ -22,7 +22,7 @@ def test_retry_follows_the_ladder_by_attempt():
 
 
 def test_deadline_ends_retries():
-    assert decide(job(deadline=105.0), ValueError(), 100.0) == ("failed", None)
+    assert decide(job(deadline=105.0), ValueError(), 100.0) == ("timed_out", None)
     assert decide(job(deadline=110.0), ValueError(), 100.0) == ("pending", 110.0)
 
 

@@ -113,12 +113,15 @@ class Store(ABC):
         """Earliest due time among pending jobs of `queues` (in-database index)."""
 
     @abstractmethod
-    def finish(self, outcomes: list[Outcome], token: str, now: float) -> set[int]:
+    def finish(self, outcomes: list[Outcome], token: str, now: float) -> tuple[set[int], list[tuple[int, str, float]]]:
         """Write outcomes and attempt rows in one transaction; returns the ids `token` still held.
 
         An outcome is written only where the row still holds `token`, so a
         runner that lost its lease cannot overwrite another runner's record.
-        Attempt rows are written for every outcome: the run did happen.
+        Attempt rows are written for every outcome: the run did happen. A job the
+        deadline ended (timed_out) with an on_timeout callable gets that callable
+        inserted as a job of its own in the same transaction; those are returned
+        second, for the index.
         """
 
     @abstractmethod
@@ -207,6 +210,28 @@ class Store(ABC):
     @abstractmethod
     def delete_with_history(self, ids: list[int]) -> None:
         """Delete jobs with their attempt and step rows, in one short transaction."""
+
+    # -- the operator's view, events and tubes ---------------------------------
+    @abstractmethod
+    def by_event(self, event_id: str) -> list[Job]:
+        """Every job created by one emitted event."""
+
+    @abstractmethod
+    def stats(self, now: float, since: float) -> list[tuple]:
+        """Rows (queue, status, count, due by now, oldest pending due, next pending due after now,
+        finished since `since`): one full pass over the jobs table."""
+
+    @abstractmethod
+    def list_jobs(self, status: str | None, queue: str | None, ext_prefix: str | None, limit: int) -> list[dict]:
+        """Jobs newest first; each filter is optional; ext_prefix is matched literally."""
+
+    @abstractmethod
+    def live_queues_like(self, pattern: str) -> list[str]:
+        """Queues matching a SQL LIKE pattern that have pending or running jobs."""
+
+    @abstractmethod
+    def failed_in_queue(self, queue: str, limit: int) -> list[int]:
+        """The oldest failed job ids of a queue."""
 
     def close(self) -> None:
         """Release the connection; the store reconnects on next use."""

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from ..errors import BackendError
-from ..jobs import FAILED, PENDING, SUCCEEDED, Attempt, Job, JobSpec, Outcome
+from .. import ladders
+from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Attempt, Job, JobSpec, Outcome
 from .base import Cancelled, Inserted, Store
 from .queries import Queries, migrations
 from .sql_recovery import RecoveryOps
@@ -21,6 +22,7 @@ _JOB_FIELDS = {
     "ext": "ext", "deadline": "deadline", "priority": "priority", "last_error": "last_error",
     "created_at": "created_at", "started_at": "started_at", "finished_at": "finished_at",
     "updated_at": "updated_at", "at_most_once": "at_most_once", "lease_until": "lease_until",
+    "on_timeout": "on_timeout", "event": "event", "event_id": "event_id",
 }
 
 
@@ -149,7 +151,7 @@ class SqlStore(RecoveryOps, Store):
     def _row(spec: JobSpec, now: float) -> tuple:
         return (spec.queue, spec.ext, 1 if spec.unique else None, spec.call, spec.args_json, spec.max_attempts,
                 spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease, 1 if spec.at_most_once else 0,
-                now, now)
+                spec.on_timeout, spec.event, spec.event_id, now, now)
 
     def _insert_unique(self, cur: Any, spec: JobSpec, now: float) -> Inserted:
         for _ in range(5):
@@ -193,43 +195,55 @@ class SqlStore(RecoveryOps, Store):
             return None if row is None or row[0] is None else float(row[0])
 
     # -- outcomes ------------------------------------------------------------
-    def finish(self, outcomes: list[Outcome], token: str, now: float) -> set[int]:
+    def finish(self, outcomes: list[Outcome], token: str, now: float) -> tuple[set[int], list[tuple[int, str, float]]]:
         if not outcomes:
-            return set()
+            return set(), []
         try:   # the usual case: the token still holds every job, checked by the update counts
             with self.tx() as cur:
-                if self._write_outcomes(cur, outcomes, outcomes, token, now) != len(outcomes):
+                updated, followups = self._write_outcomes(cur, outcomes, outcomes, token, now)
+                if updated != len(outcomes):
                     raise _NotAllHeld
-            return {o.job.id for o in outcomes}
+            return {o.job.id for o in outcomes}, followups
         except _NotAllHeld:
             pass
         ids = [o.job.id for o in outcomes]
         with self.tx() as cur:   # some lease was taken over: lock the rows, write only those still held
             cur.execute(self.q("lock_held", ids=len(ids)), [*ids, token])
             held = {row[0] for row in cur.fetchall()}
-            self._write_outcomes(cur, [o for o in outcomes if o.job.id in held], outcomes, token, now)
-        return held
+            _, followups = self._write_outcomes(cur, [o for o in outcomes if o.job.id in held], outcomes, token, now)
+        return held, followups
 
-    def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome], token: str, now: float) -> int:
-        """Outcome updates for `mine` (conditional on the token), attempt rows for every run; rows updated."""
+    def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome], token: str,
+                        now: float) -> tuple[int, list[tuple[int, str, float]]]:
+        """Outcome updates for `mine` (conditional on the token), attempt rows for every run.
+
+        Returns the rows updated, and the timeout-handler jobs inserted for jobs the deadline ended.
+        """
         updated = 0
         done = [o.job.id for o in mine if o.status == SUCCEEDED]
         if done:
             cur.execute(self.q("finish_succeeded", ids=len(done)), [now, now, *done, token])
             updated += cur.rowcount
-        retry = [(o.due_at, o.error, now, o.job.id, token) for o in mine if o.status == PENDING]
-        if retry:
-            cur.executemany(self.q("finish_retry"), retry)
-            updated += cur.rowcount
-        failed = [(now, o.error, now, o.job.id, token) for o in mine if o.status == FAILED]
-        if failed:
-            cur.executemany(self.q("finish_failed"), failed)
-            updated += cur.rowcount
+        for status, name in ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out")):
+            rows = [(o.due_at if status == PENDING else now, o.error, now, o.job.id, token)
+                    for o in mine if o.status == status]
+            if rows:
+                cur.executemany(self.q(name), rows)
+                updated += cur.rowcount
         for part in chunks(ran):
             values = [v for o in part for v in (o.job.id, o.job.attempts, o.started_at, o.finished_at,
                                                  o.attempt_outcome, o.error)]
             cur.execute(self.q("insert_attempts", rows=len(part)), values)
-        return updated
+        handlers = [self._timeout_handler(o.job, now) for o in mine if o.status == TIMED_OUT and o.job.on_timeout]
+        ids = self._insert(cur, handlers, now) if handlers else []
+        return updated, [(i, spec.queue, spec.due_at) for i, spec in zip(ids, handlers)]
+
+    @staticmethod
+    def _timeout_handler(job: Job, now: float) -> JobSpec:
+        """The on_timeout callable as a job of its own: same queue, ext and args, due now, default ladder."""
+        ladder = ladders.parse(None)
+        return JobSpec(call=job.on_timeout or "", args_json=job.args_json, due_at=now, queue=job.queue, ext=job.ext,
+                       ladder=ladder.spec, max_attempts=ladder.default_max_attempts)
 
     # -- cancel and read -----------------------------------------------------
     def cancel(self, now: float, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> Cancelled:
@@ -250,6 +264,11 @@ class SqlStore(RecoveryOps, Store):
             cur.execute(self.q("select_job"), (job_id,))
             jobs = self._jobs(cur)
         return jobs[0] if jobs else None
+
+    def by_event(self, event_id: str) -> list[Job]:
+        with self.tx() as cur:
+            cur.execute(self.q("select_by_event"), (event_id,))
+            return self._jobs(cur)
 
     def by_ext(self, ext: str, queue: str | None = None) -> list[Job]:
         with self.tx() as cur:

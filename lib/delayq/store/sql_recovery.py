@@ -127,3 +127,30 @@ class RecoveryOps:
                 for name in ("delete_attempts_of", "delete_steps_of", "delete_jobs"):
                     cur.execute(self.q(name, ids=len(ids)), list(ids))
 
+
+    # -- the operator's view -------------------------------------------------
+    def stats(self, now: float, since: float) -> list[tuple]:
+        with self.tx() as cur:
+            cur.execute(self.q("stats"), (now, now, since))
+            return [tuple(row) for row in cur.fetchall()]
+
+    def list_jobs(self, status: str | None, queue: str | None, ext_prefix: str | None, limit: int) -> list[dict[str, Any]]:
+        like = None if ext_prefix is None else _escape_like(ext_prefix) + "%"
+        with self.tx() as cur:
+            cur.execute(self.q("list_jobs"), (status, status, queue, queue, like, like, limit))
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def live_queues_like(self, pattern: str) -> list[str]:
+        with self.tx() as cur:
+            cur.execute(self.q("live_queues_like"), (pattern,))
+            return [row[0] for row in cur.fetchall()]
+
+    def failed_in_queue(self, queue: str, limit: int) -> list[int]:
+        with self.tx() as cur:
+            cur.execute(self.q("failed_in_queue"), (queue, limit))
+            return [row[0] for row in cur.fetchall()]
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
