@@ -93,3 +93,12 @@ class SendGift:
 
     def notify(self, path: str, **_: object) -> None:
         _effect(path, "notify")
+
+
+@delayq.job(at_most_once=True)
+class Payments:
+    """A class marked at-most-once: every method, static ones included, gets one attempt."""
+
+    @staticmethod
+    def refund(order_id: int) -> None:
+        print(f"  order {order_id}: refunded")

@@ -43,9 +43,9 @@ class Alerter:
         """The webhook's host only: its path and query often carry the token."""
         return urlsplit(self._webhook).netloc.rsplit("@", 1)[-1]
 
-    def send(self, jobs: list[dict[str, Any]], total: int) -> bool:
-        """POST one digest for `jobs` (of `total` waiting); True when the receiver accepted it."""
-        body = self.payload(jobs, total)
+    def send(self, jobs: list[dict[str, Any]], total: int, more: bool = False) -> bool:
+        """POST one digest for `jobs` (`more`: others wait for the next run); True when the receiver accepted it."""
+        body = self.payload(jobs, total, more)
         try:
             response = requests.post(self._webhook, json=body, timeout=TIMEOUT,
                                      headers={"User-Agent": f"delayq/{__version__}"})
@@ -58,8 +58,9 @@ class Alerter:
                         self.where, type(exc).__name__)
             return False
 
-    def payload(self, jobs: list[dict[str, Any]], total: int) -> dict[str, Any]:
-        title = f"delayq{' ' + self.env_tag if self.env_tag else ''}: {total} job(s) failed for good"
+    def payload(self, jobs: list[dict[str, Any]], total: int, more: bool = False) -> dict[str, Any]:
+        count = f"at least {total}" if more else str(total)
+        title = f"delayq{' ' + self.env_tag if self.env_tag else ''}: {count} job(s) failed for good"
         if self.kind == "json":
             return {"source": "delayq", "title": title, "total": total, "jobs": [_brief(job) for job in jobs]}
         lines = [title] + [_line(job) for job in jobs[:LISTED]]

@@ -31,7 +31,7 @@ def parser(prog: str, description: str, verbose: bool = False) -> Parser:
     p = Parser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if verbose:
-        p.add_argument("-v", "--verbose", action="store_true", help="log each job outcome to stderr")
+        p.add_argument("-v", "--verbose", action="store_true", help="log each job or recovery to stderr")
     return p
 
 

@@ -18,7 +18,7 @@ from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
 from .index import DueIndex
 from .jobs import Attempt, Job, JobSpec, Outcome
-from .registry import Registry, is_at_most_once
+from .registry import Registry, steps_of
 from .store import Cancelled, Inserted, Store
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class Manager:
             target = self.registry.resolve(spec.call)
         except ImportError as exc:
             raise InvalidInput(f"callable {spec.call!r} cannot be imported: {exc}") from None
-        once = is_at_most_once(target)
+        once = self.registry.at_most_once(spec.call) and steps_of(target) is None
         return replace(spec, at_most_once=once, max_attempts=1 if once else spec.max_attempts,
                        lease=spec.lease or self.queue_leases.get(spec.queue))
 
@@ -147,6 +147,8 @@ class Manager:
 
     def extend(self, job_id: int, token: str, seconds: float) -> bool:
         """A running job asks for `seconds` more from now; False if its claim is gone."""
+        if not 1 <= seconds <= J.MAX_LEASE:
+            raise InvalidInput(f"extend() takes 1 to {J.MAX_LEASE} seconds, not {seconds!r}")
         now = self.clock.now()
         return self.store.extend_lease(job_id, token, now + seconds, now)
 
@@ -155,6 +157,12 @@ class Manager:
               reset_attempts: bool = False, at: float | None = None) -> list[int]:
         """Failed jobs (by id, or every failed one with an ext) back to pending, due now or `at`."""
         candidates = self.find(job_id=job_id, ext=ext)
+        if step is not None:
+            for job in candidates:
+                names = [s.name for s in self.store.steps(job.id)]
+                if step not in names:
+                    raise InvalidInput(f"job {job.id} has no step {step!r}" +
+                                       (f": its steps are {', '.join(names)}" if names else ": it has no steps"))
         now = self.clock.now()
         due = max(now, at) if at is not None else now
         retried, refused = [], []
@@ -186,23 +194,27 @@ class Manager:
             if len(ids) < batch:
                 return deleted
 
-    def send_alerts(self, alerter, limit: int = 500) -> int:
+    def send_alerts(self, alerter, limit: int = 1000) -> int:
         """One digest for the failed jobs not alerted yet; returns how many it covered (0 if not delivered)."""
         jobs = self.store.alerts_due(limit)
-        if not jobs or not alerter.send(jobs, len(jobs)):
+        if not jobs or not alerter.send(jobs, len(jobs), more=len(jobs) == limit):
             return 0
         self.store.mark_alerted([job["id"] for job in jobs], self.clock.now())
         return len(jobs)
 
     # -- read ----------------------------------------------------------------
-    def find(self, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> list[Job]:
+    def find(self, job_id: int | None = None, ext: str | None = None, queue: str | None = None,
+             event_id: str | None = None) -> list[Job]:
+        """Jobs by id, by business key (optionally in a queue) or by emitted event; NotFound if none."""
         if job_id is not None:
             job = self.store.get(job_id)
-            found = [job] if job else []
+            found, what = ([job] if job else []), f"id {job_id}"
+        elif event_id is not None:
+            found, what = self.store.by_event(event_id), f"event {event_id!r}"
         else:
-            found = self.store.by_ext(J.check_ext(ext) or "", queue)
+            found, what = self.store.by_ext(J.check_ext(ext) or "", queue), f"ext {ext!r}"
         if not found:
-            raise NotFound(f"no job with {'id ' + str(job_id) if job_id is not None else 'ext ' + repr(ext)}")
+            raise NotFound(f"no job with {what}")
         return found
 
     def attempts(self, job_id: int) -> list[Attempt]:

@@ -52,10 +52,6 @@ def check_steps(cls: type, steps: Any) -> None:
             raise TypeError(f"{cls.__name__}.steps[{name!r}] must name a public method, with 'auto' or 'manual'")
 
 
-def is_at_most_once(func: Callable[..., Any]) -> bool:
-    return bool(getattr(func, _ONCE, False) or getattr(getattr(func, "__self__", None), _ONCE, False))
-
-
 def steps_of(target: Any) -> dict[str, str] | None:
     """The steps map of a multi-step job class, else None."""
     return getattr(target, "steps", None) if inspect.isclass(target) else None
@@ -88,6 +84,12 @@ class Registry:
     def __init__(self, allowed: tuple[str, ...]):
         self.allowed = allowed
         self._cache: dict[str, Callable[..., Any]] = {}
+        self._once: dict[str, bool] = {}
+
+    def at_most_once(self, name: str) -> bool:
+        """Whether the function, or the class of the method, was marked @delayq.job(at_most_once=True)."""
+        self.resolve(name)
+        return self._once[name]
 
     def resolve(self, name: str) -> Callable[..., Any]:
         """The callable for `name`; CallableRefused if not allowed or not marked, ImportError if missing."""
@@ -105,6 +107,7 @@ class Registry:
             raise ImportError(f"module {module_name!r} has no attribute {head!r}")
         if not getattr(target, _MARK, False) or getattr(target, "__module__", None) != module.__name__:
             raise CallableRefused(f"callable {name!r} refused: {head!r} is not marked with @delayq.job in {module_name}")
+        self._once[name] = bool(getattr(target, _ONCE, False))
         if not method:
             if inspect.isclass(target) and steps_of(target) is None:
                 raise InvalidInput(f"callable {name!r} names a class without steps: add the method, 'module:Class.method'")

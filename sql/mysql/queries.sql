@@ -21,15 +21,15 @@ SELECT UNIX_TIMESTAMP(NOW(6))
 
 -- name: insert_jobs
 -- Insert new jobs, returning their ids in insertion order (MariaDB >= 10.5).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows} RETURNING id
+INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows} RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (MySQL 8).
-INSERT INTO {jobs} (queue, ext, unique_live, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows}
+INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows}
 
 -- name: job_row
 -- One VALUES group of insert_jobs.
-(%s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+(%s, %s, %s, %s, %s, %s, 'pending', 0, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: find_live_unique
 -- The live (pending or running) unique job of a queue and ext.
@@ -174,7 +174,7 @@ SELECT id, queue, status, attempts, max_attempts FROM {jobs} WHERE id = %s FOR U
 
 -- name: retry_job
 -- A failed job back to pending, by a person's decision.
-UPDATE {jobs} SET status = 'pending', due_at = %s, attempts = %s, max_attempts = %s, finished_at = NULL, alert_pending = NULL, updated_at = %s WHERE id = %s AND status = 'failed'
+UPDATE {jobs} SET status = 'pending', due_at = %s, attempts = %s, max_attempts = %s, finished_at = NULL, alert_pending = NULL, unique_live = CASE WHEN is_unique = 1 THEN 1 ELSE NULL END, updated_at = %s WHERE id = %s AND status = 'failed'
 
 -- name: retry_steps
 -- Failed steps of a job back to pending (manual ones included: a person decided).

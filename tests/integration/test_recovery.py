@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from delayq import recovery
-from delayq.errors import NotFound
+from delayq.errors import InvalidInput, NotFound
 from delayq.runner import Runner
 from tests.conftest import make_backend
 
@@ -234,3 +234,41 @@ def test_rebuild_runs_once_per_interval_and_at_once_after_a_wipe(redis_q):
     for key in q.index.r.scan_iter(match="{" + q.index.prefix + "*"):
         q.index.r.delete(key)                          # what FLUSHALL does to our keys
     assert q.index.rebuild_due(600) is True
+
+
+def test_retry_of_an_unknown_step_is_refused(q, tmp_path):
+    job = q.enqueue("examples.shop:SendGift", {"path": str(tmp_path / "e.log"), "charge_fails": True})
+    run(q)
+    with pytest.raises(InvalidInput, match="has no step 'nosuch': its steps are add_week_star, charge_user, notify"):
+        q.retry(job_id=job.id, step="nosuch")
+    assert q.store.get(job.id).status == "failed"
+
+
+def test_retry_keeps_a_unique_job_unique(q):
+    job = q.enqueue("examples.shop:refund_rejected", {"order_id": 1}, ext="order:u", unique=True)
+    run(q)
+    q.retry(job_id=job.id)
+    again = q.enqueue(NOOP, ext="order:u", unique=True)
+    assert again.id == job.id and again.created is False
+
+
+def test_retry_refuses_when_another_unique_job_is_live(q):
+    job = q.enqueue("examples.shop:refund_rejected", {"order_id": 1}, ext="order:v", unique=True)
+    run(q)
+    q.enqueue(NOOP, ext="order:v", unique=True, delay=60)
+    with pytest.raises(InvalidInput, match="another job with its queue and ext is live"):
+        q.retry(job_id=job.id)
+
+
+def test_at_most_once_class_marks_its_static_methods_too(q):
+    job = q.enqueue("examples.shop:Payments.refund", {"order_id": 1})
+    stored = q.store.get(job.id)
+    assert stored.at_most_once and stored.max_attempts == 1
+
+
+def test_extend_takes_sane_seconds(q):
+    job = q.enqueue(NOOP)
+    claim = q.claim(["default"], 1)
+    for bad in (0, -5, 8 * 86400):
+        with pytest.raises(InvalidInput):
+            q.extend(job.id, claim.token, bad)

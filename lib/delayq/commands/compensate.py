@@ -19,20 +19,24 @@ def main(argv: list[str] | None = None) -> int:
                          "Safe to run from several hosts at once.", verbose=True)
     p.add_argument("--rebuild-every", type=float, default=600, metavar="SECONDS",
                    help="rebuild the due index at most this often across all hosts (default 600); at once when "
-                        "Redis lost it (FLUSHALL, eviction, failover)")
+                        "Redis lost its keys (FLUSHALL, a restart without persistence)")
     p.add_argument("--rebuild", choices=("auto", "now", "never"), default="auto",
                    help="auto (default): by --rebuild-every; now: this run; never: leases and alerts only")
     args = p.parse_args(argv)
     cli.setup_logging(args.verbose)
     settings = config.load()
     manager = app.connect(settings)
-    alerter = app.alerter(settings)
     started = time.monotonic()
     recovered = recovery.recover_expired(manager)
     rebuilt = recovery.Reconciled()
     if args.rebuild == "now" or (args.rebuild == "auto" and manager.index.rebuild_due(args.rebuild_every)):
         with tqdm(desc="reconcile", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-            rebuilt = recovery.reconcile(manager, bar.update)
+            try:
+                rebuilt = recovery.reconcile(manager, bar.update)
+            except BaseException:
+                manager.index.rebuild_failed()    # let the next run try again, not in --rebuild-every seconds
+                raise
+    alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
     alerted = manager.send_alerts(alerter) if alerter else 0
     data = {"requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),

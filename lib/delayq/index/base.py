@@ -62,6 +62,9 @@ class DueIndex(ABC):
         """True at most once per `every` seconds across all hosts, and at once after the index was wiped."""
         return False
 
+    def rebuild_failed(self) -> None:
+        """Forget the last rebuild_due(), so the next run rebuilds."""
+
 
 class StoreIndex(DueIndex):
     """No Redis: the store's rows (status, due_at) are the index; claims go through the store."""

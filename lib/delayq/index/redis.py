@@ -128,6 +128,12 @@ class RedisIndex(DueIndex):
         except redis.RedisError as exc:
             raise self._fail(exc) from None
 
+    def rebuild_failed(self) -> None:
+        try:
+            self.r.delete("{" + self.prefix + "}:rebuilt")
+        except redis.RedisError:
+            pass    # the marker expires on its own
+
     def next_due(self, queues: list[str]) -> float | None:
         try:
             with self.r.pipeline(transaction=False) as pipe:

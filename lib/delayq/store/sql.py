@@ -149,7 +149,7 @@ class SqlStore(RecoveryOps, Store):
 
     @staticmethod
     def _row(spec: JobSpec, now: float) -> tuple:
-        return (spec.queue, spec.ext, 1 if spec.unique else None, spec.call, spec.args_json, spec.max_attempts,
+        return (spec.queue, spec.ext, 1 if spec.unique else None, 1 if spec.unique else 0, spec.call, spec.args_json, spec.max_attempts,
                 spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease, 1 if spec.at_most_once else 0,
                 spec.on_timeout, spec.event, spec.event_id, now, now)
 

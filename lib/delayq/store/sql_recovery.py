@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InvalidInput
 from .base import Expired, Recovery, Step
 
 
@@ -111,7 +112,11 @@ class RecoveryOps:
             if status != "failed":
                 return status, queue
             attempts = 0 if reset_attempts else attempts
-            cur.execute(self.q("retry_job"), (due_at, attempts, max(max_attempts, attempts + 1), now, job_id))
+            try:
+                cur.execute(self.q("retry_job"), (due_at, attempts, max(max_attempts, attempts + 1), now, job_id))
+            except self.integrity_error:   # type: ignore[attr-defined]
+                raise InvalidInput(f"job {job_id} was enqueued with --unique and another job with its queue and ext "
+                                   "is live now: cancel that one first, or let it finish") from None
             cur.execute(self.q("retry_steps"), (1 if reset_attempts else 0, now, job_id, step, step))
             return status, queue
 
