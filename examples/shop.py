@@ -102,3 +102,18 @@ class Payments:
     @staticmethod
     def refund(order_id: int) -> None:
         print(f"  order {order_id}: refunded")
+
+
+@delayq.job
+def poll_payment(trade_no: str, path: str, paid_after: int = 0) -> None:
+    """Follow the upstream payment status (seed 001): not paid yet -> Snooze, polled again on the ladder."""
+    _effect(path, "poll")
+    if delayq.current_job().attempt <= paid_after or paid_after < 0:
+        raise delayq.Snooze()
+    _effect(path, "paid")
+
+
+@delayq.job
+def mark_timed_out(trade_no: str, path: str, **_: object) -> None:
+    """The timeout handler: mark the order as timed out (runs once, as its own job)."""
+    _effect(path, "timeout")

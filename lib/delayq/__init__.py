@@ -13,12 +13,14 @@ from .app import connect
 from .config import Config
 from .context import JobContext, current_job
 from .errors import (BackendError, CallableRefused, ConfigError, DelayqError, InvalidInput, NotFound,
-                     Permanent)
+                     Permanent, Snooze)
+from .events import on
 from .manager import Manager
+from .pull import Message, Queue
 from .registry import job
 
 __all__ = [
     "BackendError", "CallableRefused", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
-    "Manager", "NotFound", "Permanent", "connect", "current_job", "job",
+    "Manager", "Message", "NotFound", "Queue", "Permanent", "Snooze", "connect", "current_job", "job", "on",
 ]
 __version__ = "0.1.0"

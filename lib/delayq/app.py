@@ -20,7 +20,7 @@ def connect(config: Config | None = None, clock: Clock | None = None) -> Manager
         # One clock for every runner: Redis's when it holds the index, else the database's.
         clock = SystemClock() if config.database_url.startswith("sqlite") and not config.redis_url else ServerClock(index.server_time)
     return Manager(store, index, Registry(config.allowed_modules), clock, lease=config.lease,
-                   queue_leases=config.queue_leases)
+                   queues=config.queues, event_modules=config.event_modules)
 
 
 def alerter(config: Config):

@@ -15,7 +15,8 @@ import sys
 from datetime import datetime
 from typing import Any, Callable
 
-from .errors import EXIT_RUNTIME, EXIT_USAGE, DelayqError
+from . import logs
+from .errors import EXIT_RUNTIME, EXIT_USAGE, ConfigError, DelayqError
 
 EXIT_INTERRUPTED = 130
 
@@ -62,9 +63,11 @@ def boundary(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
 
 
 def setup_logging(verbose: bool) -> None:
-    """Scripts log to stderr: warnings always (cron mails them), job outcomes with -v."""
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Scripts log to stderr, key=value or JSON (DELAYQ_LOG_FORMAT): warnings always, details when verbose."""
+    fmt = os.environ.get("DELAYQ_LOG_FORMAT", "kv")
+    if fmt not in ("kv", "json"):
+        raise ConfigError(f"DELAYQ_LOG_FORMAT {fmt!r} is unknown: use kv or json")
+    logs.setup(logging.INFO if verbose else logging.WARNING, fmt)
 
 
 def when(t: float | None) -> str | None:

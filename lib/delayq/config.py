@@ -7,7 +7,10 @@ Settings (the environment wins over .env):
   DELAYQ_ALLOWED_MODULES  comma-separated module prefixes a job may name
   DELAYQ_PREFIX           table and key prefix (default "delayq")
   DELAYQ_LEASE            seconds a claimed job may run before it counts as lost (default 300)
-  DELAYQ_QUEUE_LEASES     per-queue leases, e.g. "report:3600,sms:60"
+  DELAYQ_QUEUES           per-queue defaults as JSON, e.g. {"sms": {"ladder": "15,30,60", "max_attempts": 4},
+                          "report": {"lease": 3600}}; keys: ladder, max_attempts, lease, priority
+  DELAYQ_EVENT_MODULES    modules whose @delayq.on handlers emit() may create jobs for (under the allowed modules)
+  DELAYQ_LOG_FORMAT       kv (default: key=value lines) or json
   DELAYQ_ALERT_WEBHOOK    where alerts for jobs that failed for good are POSTed (unset: no alerts)
   DELAYQ_ALERT_KIND       feishu, slack or json (default json)
   DELAYQ_ALERT_SECRET     Feishu signing secret (optional)
@@ -34,15 +37,12 @@ class Config:
     allowed_modules: tuple[str, ...] = field(default_factory=tuple)
     prefix: str = "delayq"
     lease: float = 300.0
-    queue_leases: dict[str, float] = field(default_factory=dict)
+    queues: dict[str, dict] = field(default_factory=dict)
+    event_modules: tuple[str, ...] = field(default_factory=tuple)
     alert_webhook: str | None = field(default=None, repr=False)
     alert_kind: str = "json"
     alert_secret: str | None = field(default=None, repr=False)
     alert_tag: str = ""
-
-    def lease_for(self, queue: str) -> float | None:
-        """The queue's own lease, if configured (else jobs use DELAYQ_LEASE at claim time)."""
-        return self.queue_leases.get(queue)
 
     def __post_init__(self) -> None:
         if not PREFIX_RE.match(self.prefix):
@@ -83,7 +83,8 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
         allowed_modules=tuple(m.strip() for m in modules.split(",") if m.strip()),
         prefix=values.get("DELAYQ_PREFIX") or "delayq",
         lease=lease,
-        queue_leases=_queue_leases(values.get("DELAYQ_QUEUE_LEASES", "")),
+        queues=_queues(values.get("DELAYQ_QUEUES", "")),
+        event_modules=tuple(m.strip() for m in values.get("DELAYQ_EVENT_MODULES", "").split(",") if m.strip()),
         alert_webhook=values.get("DELAYQ_ALERT_WEBHOOK") or None,
         alert_kind=values.get("DELAYQ_ALERT_KIND") or "json",
         alert_secret=values.get("DELAYQ_ALERT_SECRET") or None,
@@ -91,17 +92,26 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
     )
 
 
-def _queue_leases(text: str) -> dict[str, float]:
-    leases = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        queue, _, seconds = item.rpartition(":")
-        try:
-            leases[queue] = float(seconds)
-        except ValueError:
-            queue = ""
-        if not queue or leases[queue] <= 0:
-            raise ConfigError(f"DELAYQ_QUEUE_LEASES item {item!r} is invalid: use queue:seconds, e.g. report:3600")
-    return leases
+def _queues(text: str) -> dict[str, dict]:
+    """DELAYQ_QUEUES: {"queue": {"ladder": ..., "max_attempts": ..., "lease": ..., "priority": ...}}."""
+    if not text.strip():
+        return {}
+    import json
+
+    from .jobs import QUEUE_DEFAULT_KEYS
+
+    try:
+        queues = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"DELAYQ_QUEUES is not valid JSON ({exc}): use {{\"sms\": {{\"max_attempts\": 4}}}}") from None
+    if not isinstance(queues, dict) or not all(isinstance(v, dict) for v in queues.values()):
+        raise ConfigError("DELAYQ_QUEUES must map queue names to objects, e.g. {\"report\": {\"lease\": 3600}}")
+    for name, defaults in queues.items():
+        unknown = set(defaults) - QUEUE_DEFAULT_KEYS
+        if unknown:
+            raise ConfigError(f"DELAYQ_QUEUES[{name!r}]: unknown key(s) {', '.join(sorted(unknown))}; "
+                              f"use {', '.join(sorted(QUEUE_DEFAULT_KEYS))}")
+    return queues
 
 
 def redact(url: str) -> str:

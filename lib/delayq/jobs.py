@@ -111,9 +111,12 @@ class Outcome:
     error: str | None = None
     due_at: float | None = None    # for a retry
     snoozed: bool = False
+    label: str | None = None       # the attempt row's outcome, where it is not the status (pull mode)
 
     @property
     def attempt_outcome(self) -> str:
+        if self.label:
+            return self.label
         if self.status == PENDING:
             return "snoozed" if self.snoozed else "retry"
         return self.status

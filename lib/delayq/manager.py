@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping
 
+from . import events
 from . import jobs as J
 from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
@@ -32,13 +33,14 @@ class Claim:
 
 class Manager:
     def __init__(self, store: Store, index: DueIndex, registry: Registry, clock: Clock, lease: float = 300.0,
-                 queue_leases: Mapping[str, float] | None = None):
+                 queues: Mapping[str, Mapping[str, Any]] | None = None, event_modules: tuple[str, ...] = ()):
         self.store = store
         self.index = index
         self.registry = registry
         self.clock = clock
         self.lease = lease                      # seconds, for jobs with no lease of their own or their queue's
-        self.queue_leases = dict(queue_leases or {})
+        self.queues = dict(queues or {})        # per-queue defaults: ladder, max_attempts, lease, priority
+        self.event_modules = event_modules
 
     # -- enqueue -------------------------------------------------------------
     def enqueue(self, call: str, args: Mapping[str, Any] | str | None = None, **options: Any) -> Inserted:
@@ -63,17 +65,32 @@ class Manager:
                 on_line(number)
         return self.insert(specs, now)
 
+    def emit(self, code: str, data: Mapping[str, Any] | str | None = None, delay: float | None = None,
+             ext: str | None = None) -> tuple[str, list[Inserted]]:
+        """One job per handler of event `code`, sharing a new event id; returns (event id, jobs)."""
+        found = events.handlers(code, self.event_modules, self.registry.allowed)
+        now = self.clock.now()
+        event_id = secrets.token_hex(16)
+        specs = [replace(self.validate({"call": name, "args": data, "delay": delay, "ext": ext, **options}, now),
+                         event=code, event_id=event_id) for name, options in found.items()]
+        return event_id, self.insert(specs, now)
+
     def validate(self, raw: Mapping[str, Any], now: float) -> JobSpec:
         if not isinstance(raw, Mapping):
             raise InvalidInput("a job must be a JSON object whose keys are the flags' names")
-        spec = J.build(raw, now)
+        defaults = self.queues.get(raw.get("queue") or "default", {})
+        spec = J.build({**defaults, **{k: v for k, v in raw.items() if v is not None}}, now)
         try:
             target = self.registry.resolve(spec.call)
         except ImportError as exc:
             raise InvalidInput(f"callable {spec.call!r} cannot be imported: {exc}") from None
         once = self.registry.at_most_once(spec.call) and steps_of(target) is None
-        return replace(spec, at_most_once=once, max_attempts=1 if once else spec.max_attempts,
-                       lease=spec.lease or self.queue_leases.get(spec.queue))
+        if spec.on_timeout:
+            try:
+                self.registry.resolve(spec.on_timeout)
+            except ImportError as exc:
+                raise InvalidInput(f"on_timeout {spec.on_timeout!r} cannot be imported: {exc}") from None
+        return replace(spec, at_most_once=once, max_attempts=1 if once else spec.max_attempts)
 
     def insert(self, specs: list[JobSpec], now: float) -> list[Inserted]:
         """Write validated jobs: rows first (committed), then their index entries."""

@@ -54,7 +54,8 @@ def recover_expired(manager: Manager, batch: int = 500) -> list[Recovery]:
         manager.index.release([(r.id, r.queue) for r in applied if r.status != PENDING])
         for r in applied:
             level = logging.WARNING if r.status == FAILED else logging.INFO
-            log.log(level, "job=%s queue=%s recovered=%s reason=%r", r.id, r.queue, r.status, r.error)
+            fields = {"job": r.id, "queue": r.queue, "recovered": r.status, "reason": r.error}
+            log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})
         done.extend(applied)
         if len(found) < batch:
             return done

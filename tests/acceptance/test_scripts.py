@@ -188,3 +188,34 @@ def test_compensate_says_when_redis_is_unreachable(world):
     env["DELAYQ_REDIS_URL"] = "redis://127.0.0.1:1/0"
     done = script(world, "compensate.py", env=env, check=1)
     assert "Redis at redis://127.0.0.1:1/0" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_emit_list_stats_scripts(world, tmp_path):
+    env = dict(world.env(), DELAYQ_EVENT_MODULES="examples.events")
+    log = tmp_path / "e.log"
+    data = json.dumps({"order_id": 3, "path": str(log), "total": 900})
+    emitted = as_json(script(world, "emit.py", "order.completed", "--data", data, "--ext", "order:3", "--json", env=env,
+                             check=0))
+    assert len(emitted["ids"]) == 3
+    shown = as_json(script(world, "show.py", "--event", emitted["event_id"], "--json", env=env, check=0))["jobs"]
+    assert sorted(j["id"] for j in shown) == sorted(emitted["ids"])
+    assert "no handler for event" in script(world, "emit.py", "order.lost", env=env, check=2).stderr
+    script(world, "run_due.py", "--queue", "default,mail", env=env, check=0)
+    listed = as_json(script(world, "list.py", "--ext-prefix", "order:", "--json", check=0))["jobs"]
+    assert [j["id"] for j in listed] == sorted(emitted["ids"], reverse=True)
+    assert {j["status"] for j in listed} == {"succeeded"}
+    assert "(no jobs)" in script(world, "list.py", "--status", "failed", check=0).stdout
+    prom = tmp_path / "delayq.prom"
+    stats = as_json(script(world, "stats.py", "--json", "--prom", str(prom), check=0))["queues"]
+    assert stats["default"]["counts"]["succeeded"] == 2 and stats["mail"]["succeeded_1h"] == 1
+    assert 'delayq_jobs{queue="mail",status="succeeded"} 1' in prom.read_text()
+    assert "queue" in script(world, "stats.py", check=0).stdout
+
+
+def test_run_due_logs_one_line_per_outcome_in_kv_or_json(world):
+    script(world, "enqueue_delayed.py", "--call", "examples.shop:noop", check=0)
+    line = script(world, "run_due.py", check=0).stderr.strip()
+    assert "level=info job=" in line and "outcome=succeeded" in line and "ms=" in line
+    script(world, "enqueue_delayed.py", "--call", "examples.shop:noop", check=0)
+    record = json.loads(script(world, "run_due.py", env=dict(world.env(), DELAYQ_LOG_FORMAT="json"), check=0).stderr)
+    assert record["outcome"] == "succeeded" and record["call"] == "examples.shop:noop"

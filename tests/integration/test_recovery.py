@@ -110,7 +110,7 @@ def test_a_long_job_extends_its_lease(q, clock):
 
 def test_queue_lease_applies_to_its_jobs(backend, clock):
     q = backend.manager()
-    q.queue_leases = {"report": 3600}
+    q.queues = {"report": {"lease": 3600}}
     q.enqueue(NOOP, queue="report")
     claim = q.claim(["report"], 10)
     assert claim.jobs[0].lease_until == pytest.approx(clock.now() + 3600)

@@ -31,9 +31,9 @@ def test_at_most_once_never_begun_runs_again_without_counting():
     assert (r.status, r.counts) == ("pending", False)
 
 
-def test_queue_leases_and_secrets_stay_out_of_repr():
-    settings = load({"DELAYQ_QUEUE_LEASES": "report:3600, sms.fast:60", "DELAYQ_ALERT_WEBHOOK": "https://h/x?token=abc",
-                     "DELAYQ_ALERT_SECRET": "s3cret"}, None)
-    assert settings.lease_for("report") == 3600 and settings.lease_for("sms.fast") == 60
-    assert settings.lease_for("other") is None
+def test_queue_defaults_and_secrets_stay_out_of_repr():
+    settings = load({"DELAYQ_QUEUES": '{"report": {"lease": 3600}, "sms.fast": {"ladder": "15,30", "max_attempts": 3}}',
+                     "DELAYQ_ALERT_WEBHOOK": "https://h/x?token=abc", "DELAYQ_ALERT_SECRET": "s3cret"}, None)
+    assert settings.queues["report"] == {"lease": 3600}
+    assert settings.queues["sms.fast"]["max_attempts"] == 3
     assert "abc" not in repr(settings) and "s3cret" not in repr(settings)

@@ -31,7 +31,9 @@ def build_parser() -> cli.Parser:
     p.add_argument("--queue", help="queue name (default: default)")
     p.add_argument("--ladder", help="retry ladder: wechat (default), alipay, stepped, '15,15,30,3m' or 'exp:5:3600:10'")
     p.add_argument("--max-attempts", help="attempts in all, first included (default: 1 + the ladder's steps)")
-    p.add_argument("--deadline", help="seconds from now after which no retry is scheduled")
+    p.add_argument("--deadline", help="seconds from now, or an ISO-8601 time: no attempt after it; the job ends timed_out")
+    p.add_argument("--on-timeout", metavar="M:F", help="with --deadline: a callable run once (as its own job, same args) "
+                                                      "when the deadline ends the job")
     p.add_argument("--priority", help="higher runs first among jobs due together (default 0)")
     p.add_argument("--lease", help="seconds one attempt may run before it counts as lost (default: the queue's or DELAYQ_LEASE)")
     p.add_argument("--unique", action="store_true", help="with --ext: one live job per queue+ext; a repeat returns it")
@@ -43,7 +45,7 @@ def single(args: Any) -> dict[str, Any]:
     raw = {"call": args.call, "args": args.args, "delay": args.delay, "at": args.at, "ext": args.ext,
            "queue": args.queue, "ladder": args.ladder, "max_attempts": args.max_attempts,
            "deadline": args.deadline, "priority": args.priority, "unique": args.unique or None,
-           "lease": args.lease}
+           "lease": args.lease, "on_timeout": args.on_timeout}
     return {k: v for k, v in raw.items() if v is not None}
 
 

@@ -14,8 +14,9 @@ PROG = "run_due.py"
 
 
 def build_parser() -> cli.Parser:
-    p = cli.parser(PROG, "Run due jobs: one pass by default; --for 55 keeps looping so cron restarts it each minute.",
-                   verbose=True)
+    p = cli.parser(PROG, "Run due jobs: one pass by default; --for 55 keeps looping so cron restarts it each minute. "
+                         "Logs one line per job outcome to stderr (key=value, or JSON with DELAYQ_LOG_FORMAT=json).")
+    p.add_argument("-q", "--quiet", action="store_true", help="log only failures and problems, not every outcome")
     p.add_argument("--queue", default="default", help="queue name(s), comma-separated (default: default)")
     p.add_argument("--batch", type=int, default=200, help="jobs claimed per pass, 1-1000 (default 200)")
     p.add_argument("--for", dest="seconds", type=float, default=0.0, help="keep running passes for this many seconds")
@@ -26,7 +27,7 @@ def build_parser() -> cli.Parser:
 @cli.boundary(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(args.verbose)
+    cli.setup_logging(not args.quiet)
     queues = [jobs.check_queue(q.strip()) for q in args.queue.split(",") if q.strip()]
     if not queues:
         raise InvalidInput("--queue needs at least one queue name")

@@ -1,0 +1,60 @@
+"""Dramatiq: messages sent with actor.send_with_options(args=..., delay=ms) to the
+Redis broker's delay queue, run by one `dramatiq dramatiq_peer --processes 1`
+(default 8 threads; the worker holds up to 8 x 1000 delayed messages in memory
+and moves each to the work queue when its eta passes)."""
+
+from __future__ import annotations
+
+import time
+
+import dramatiq
+from dramatiq.brokers.redis import RedisBroker
+
+import common
+
+NAME = "dramatiq"
+DIST = "dramatiq"
+
+broker = RedisBroker(url=common.redis_url())
+dramatiq.set_broker(broker)
+
+
+# ---- jobs
+
+@dramatiq.actor
+def job_ready():
+    common.mark_ready(broker.client)
+
+
+@dramatiq.actor
+def job_burst(n):
+    common.mark_burst(broker.client, n)
+
+
+@dramatiq.actor
+def job_late(due):
+    common.mark_late(broker.client, due)
+
+
+# ---- driver side
+
+def connect(redis_url):
+    return broker
+
+
+def enqueue(b, kind, items):
+    if kind == "ready":
+        job_ready.send()
+        return
+    actor = job_burst if kind == "burst" else job_late
+    for args, due_at in items:
+        actor.send_with_options(args=args, delay=max(0, int((due_at - time.time()) * 1000)))
+
+
+def worker_argv(bin_dir, redis_url, verbose):
+    # --threads left at its default (8)
+    return [f"{bin_dir}/dramatiq", "dramatiq_peer", "--processes", "1"]
+
+
+def close(b):
+    b.close()

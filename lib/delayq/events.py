@@ -1,0 +1,68 @@
+"""Events with several independent handlers (seeds 000 and 003).
+
+    @delayq.on("order.completed")
+    def upgrade_to_diamond(order_id: int) -> None: ...
+
+    @delayq.on("order.completed", queue="mail", ladder="alipay")
+    def send_receipt(order_id: int) -> None: ...
+
+    delayq.connect().emit("order.completed", {"order_id": 1})    # or bin/emit.py
+
+emit() creates one job per handler registered for the code, all sharing one
+event id; each retries and fails on its own. Handlers are found by importing the
+modules named in DELAYQ_EVENT_MODULES (each must lie under DELAYQ_ALLOWED_MODULES).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Callable
+
+from .errors import CallableRefused, InvalidInput
+from .jobs import QUEUE_DEFAULT_KEYS
+from .registry import job
+
+EVENT_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+HANDLER_OPTIONS = QUEUE_DEFAULT_KEYS | {"queue"}
+_handlers: dict[str, dict[str, dict[str, Any]]] = {}
+
+
+def check_code(code: Any) -> str:
+    if not isinstance(code, str) or not EVENT_RE.match(code):
+        raise InvalidInput(f"event code {str(code)[:80]!r} is invalid: use 1-64 letters, digits, '_', '.', ':' or '-'")
+    return code
+
+
+def on(code: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a function as a handler of event `code` (and mark it as a job); options as enqueue's."""
+    check_code(code)
+    unknown = set(options) - HANDLER_OPTIONS
+    if unknown:
+        raise TypeError(f"@delayq.on: unknown option(s) {', '.join(sorted(unknown))}")
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        job(func)
+        _handlers.setdefault(code, {})[f"{func.__module__}:{func.__qualname__}"] = dict(options)
+        return func
+
+    return register
+
+
+def handlers(code: str, modules: tuple[str, ...], allowed: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """callable name -> options of every handler of `code` in `modules`, in registration order."""
+    check_code(code)
+    if not modules:
+        raise InvalidInput("DELAYQ_EVENT_MODULES is empty: name the modules that define your @delayq.on handlers")
+    for name in modules:
+        if not any(name == p or name.startswith(p + ".") for p in allowed):
+            raise CallableRefused(f"event module {name!r} is not under DELAYQ_ALLOWED_MODULES")
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise InvalidInput(f"event module {name!r} cannot be imported: {exc}") from None
+    found = {name: opts for name, opts in _handlers.get(code, {}).items()
+             if any(name.split(":")[0] == m or name.startswith(m + ".") for m in modules)}
+    if not found:
+        raise InvalidInput(f"no handler for event {code!r} in DELAYQ_EVENT_MODULES ({', '.join(modules)})")
+    return found
