@@ -57,7 +57,7 @@ def burst(name: str, database_url: str, redis_url: str | None) -> dict:
             env["DELAYQ_REDIS_URL"] = redis_url
         runner = subprocess.Popen([sys.executable, os.path.join(ROOT, "bin", "run_due.py"), "--for", "600",
                                    "--batch", str(BATCH), "--interval", "0.05", "--json"],
-                                  env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                                  env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         rss = wait_done(q, prefix, runner, N)
         runner.send_signal(signal.SIGTERM)
         summary = json.loads(runner.communicate(timeout=60)[0])

@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import context, ladders
+from . import context, ladders, logs
 from .errors import CallableRefused, Permanent, Snooze
 from .registry import steps_of
 from .steps import run_steps
@@ -86,6 +86,16 @@ def job_args(job: Job) -> dict:
     if not isinstance(args, dict):
         raise Permanent("args must be a JSON object")
     return args
+
+
+class _Line:
+    """key=value text of a log line, built only if a handler without our formatter asks for the message."""
+
+    def __init__(self, fields: dict):
+        self.fields = fields
+
+    def __str__(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.fields.items())
 
 
 class Runner:
@@ -169,6 +179,7 @@ class Runner:
         if not outcomes:
             return
         held = self.manager.finish(token, outcomes)
+        logs.flush()
         for outcome in outcomes:
             if outcome.job.id not in held:
                 summary.lost += 1
@@ -185,10 +196,12 @@ class Runner:
 
     @staticmethod
     def _log(job: Job, status: str, exc: BaseException | None, seconds: float, snoozed: bool) -> None:
+        level = logging.WARNING if status == FAILED else logging.INFO
+        if not log.isEnabledFor(level):
+            return
         outcome = ("snoozed" if snoozed else "retry") if status == PENDING else status
         fields = {"job": job.id, "queue": job.queue, "call": job.call, "attempt": job.attempts, "outcome": outcome,
                   "ms": round(seconds * 1000, 1)}
         if exc is not None and not snoozed:
             fields["error"] = type(exc).__name__
-        level = logging.WARNING if status == FAILED else logging.INFO
-        log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})
+        log.log(level, "%s", _Line(fields), extra={"fields": fields})

@@ -153,7 +153,7 @@ UPDATE {steps} SET status = 'failed', last_error = ?, updated_at = ? WHERE job_i
 UPDATE {steps} SET status = 'pending', updated_at = ? WHERE job_id = ? AND mode = 'auto' AND status = 'running'
 
 -- name: pending_page
--- One page of pending jobs in id order (keyset pagination, for rebuilding the due index).
+-- One page of pending jobs in id order (keyset pagination on the primary key, for rebuilding the due index).
 SELECT id, queue, due_at FROM {jobs} WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?
 
 -- name: select_statuses

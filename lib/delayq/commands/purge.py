@@ -17,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     p = cli.parser(PROG, "Delete jobs that finished before --older-than, with their history. "
                          "Failed jobs are kept unless --status names them.")
     p.add_argument("--older-than", required=True, help="age of finished jobs to delete: 3d, 12h, 3600")
-    p.add_argument("--status", default="succeeded,cancelled", help="final statuses to delete (default succeeded,cancelled)")
+    p.add_argument("--status", default="succeeded,cancelled,timed_out",
+                   help="final statuses to delete (default succeeded,cancelled,timed_out)")
     p.add_argument("--batch", type=int, default=500, help="rows per transaction, 1-5000 (default 500)")
     args = p.parse_args(argv)
     age = ladders.parse_duration(args.older_than)

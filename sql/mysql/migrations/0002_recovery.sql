@@ -5,8 +5,6 @@ ALTER TABLE {jobs}
   ADD COLUMN at_most_once TINYINT NOT NULL DEFAULT 0 COMMENT '1: never re-run by a machine once begun' AFTER lease_seconds,
   ADD COLUMN alert_pending TINYINT NULL COMMENT '1: failed, alert not yet delivered' AFTER last_error,
   ADD COLUMN alerted_at DOUBLE NULL AFTER alert_pending,
-  ADD KEY by_status (status),
-  ADD KEY by_lease (status, lease_until),
   ADD KEY by_alert (alert_pending);
 
 CREATE TABLE IF NOT EXISTS {steps} (

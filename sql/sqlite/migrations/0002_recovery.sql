@@ -4,8 +4,6 @@ ALTER TABLE {jobs} ADD COLUMN lease_seconds REAL NULL;
 ALTER TABLE {jobs} ADD COLUMN at_most_once INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE {jobs} ADD COLUMN alert_pending INTEGER NULL;
 ALTER TABLE {jobs} ADD COLUMN alerted_at REAL NULL;
-CREATE INDEX IF NOT EXISTS {jobs}_by_status ON {jobs} (status);
-CREATE INDEX IF NOT EXISTS {jobs}_by_lease ON {jobs} (status, lease_until);
 CREATE INDEX IF NOT EXISTS {jobs}_by_alert ON {jobs} (alert_pending);
 
 CREATE TABLE IF NOT EXISTS {steps} (
