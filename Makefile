@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test unit install bench chaos clean
+.PHONY: run test unit install bench bench-quick chaos clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,9 +24,13 @@ test: install           ## every test, on real SQLite, MariaDB and Redis (starte
 unit: install           ## the unit layer only: no server
 	$(PY) -m pytest -q tests/unit
 
-bench: install          ## throughput of a burst of due no-op jobs (BENCH_N, default 20000)
+bench: install          ## delayq against RQ, Huey, Dramatiq, Celery, ARQ: table + benchmarks/results/latest.json
 	scripts/ensure_services.sh
-	$(PY) benchmarks/burst.py
+	$(PY) benchmarks/bench.py
+
+bench-quick: install    ## the same at N=2000, one run: about a minute
+	scripts/ensure_services.sh
+	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
 chaos: install          ## faults injected into real processes and servers; prints the figures (CHAOS_SCALE=short for CI's size)
 	scripts/ensure_services.sh

@@ -158,6 +158,11 @@ class Manager:
     def next_due(self, queues: list[str]) -> float | None:
         return self.index.next_due(queues)
 
+    def with_own_store(self) -> "Manager":
+        """The same manager on a second database connection (for a writer thread); the index is shared."""
+        return Manager(self.store.clone(), self.index, self.registry, self.clock, self.lease, self.queues,
+                       self.event_modules)
+
     def begin(self, job: Job, token: str) -> bool:
         """Commit that an at-most-once job begins now; False: its claim is gone, it must not run."""
         return self.store.begin_job(job.id, token, self.clock.now())

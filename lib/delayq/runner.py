@@ -11,6 +11,7 @@ import json
 import logging
 import random
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -99,17 +100,24 @@ class _Line:
 
 
 class Runner:
+    """Runs claimed batches; with `pipeline`, batch N's outcomes are written on a second connection
+    while batch N+1 is claimed and run (at most one batch in the writer at a time)."""
+
     def __init__(self, manager: Manager, queues: list[str], batch: int = 200,
-                 rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False):
+                 rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False,
+                 pipeline: bool = False):
         self.manager = manager
         self.clock = manager.clock
         self.queues = queues
         self.batch = batch
         self.rng = rng
         self.should_stop = should_stop
+        self._writer = manager.with_own_store() if pipeline else None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="delayq-writer") if pipeline else None
+        self._inflight: tuple[Future, list[Outcome], Summary] | None = None
 
-    def run_pass(self) -> Summary:
-        """Claim one batch, run it, record every outcome."""
+    def run_pass(self, drain: bool = True) -> Summary:
+        """Claim one batch, run it, record every outcome (written by the time it returns, unless drain=False)."""
         claim = self.manager.claim(self.queues, self.batch)
         summary = Summary(claimed=len(claim.jobs), passes=1)
         pending: list[Outcome] = []
@@ -124,24 +132,47 @@ class Runner:
                 self._flush(claim.token, pending, summary)
                 pending, last_flush = [], self.clock.now()
         self._flush(claim.token, pending, summary)
+        if drain:
+            self.drain()
         return summary
 
     def run_for(self, seconds: float, interval: float = 1.0) -> Summary:
         """Loop for `seconds`: run passes back to back while work is due, else sleep until the next due time."""
-        total = Summary()
+        passes: list[Summary] = []   # a pass's counts land when the writer is done with it: add them up at the end
         end = self.clock.now() + seconds
-        while not self.should_stop():
-            summary = self.run_pass()
+        try:
+            while not self.should_stop():
+                summary = self.run_pass(drain=False)
+                passes.append(summary)
+                now = self.clock.now()
+                if now >= end or self.should_stop():
+                    break
+                if summary.claimed >= self.batch:
+                    continue
+                self.drain()         # idle: commit what ran before sleeping
+                next_due = self.manager.next_due(self.queues)
+                wake = min(end, now + interval, next_due if next_due is not None else end)
+                self.clock.sleep(max(0.0, wake - now))
+        finally:
+            self.drain()
+        total = Summary()
+        for summary in passes:
             total.add(summary)
-            now = self.clock.now()
-            if now >= end or self.should_stop():
-                break
-            if summary.claimed >= self.batch:
-                continue
-            next_due = self.manager.next_due(self.queues)
-            wake = min(end, now + interval, next_due if next_due is not None else end)
-            self.clock.sleep(max(0.0, wake - now))
         return total
+
+    def drain(self) -> None:
+        """Wait for the batch in the writer (if any) and count its outcomes; raises what the writer raised."""
+        if self._inflight is None:
+            return
+        future, outcomes, summary = self._inflight
+        self._inflight = None
+        self._count(future.result(), outcomes, summary)
+
+    def close(self) -> None:
+        self.drain()
+        if self._pool:
+            self._pool.shutdown()
+            self._writer.store.close()
 
     def execute(self, job: Job, claim_token: str) -> Outcome | None:
         """Run one claimed job; None when an at-most-once job must not begin (its claim is gone)."""
@@ -178,7 +209,14 @@ class Runner:
     def _flush(self, token: str, outcomes: list[Outcome], summary: Summary) -> None:
         if not outcomes:
             return
-        held = self.manager.finish(token, outcomes)
+        if self._pool is None:
+            self._count(self.manager.finish(token, outcomes), outcomes, summary)
+            return
+        self.drain()             # at most one batch in the writer
+        self._inflight = (self._pool.submit(self._writer.finish, token, outcomes), outcomes, summary)
+
+    @staticmethod
+    def _count(held: set[int], outcomes: list[Outcome], summary: Summary) -> None:
         logs.flush()
         for outcome in outcomes:
             if outcome.job.id not in held:

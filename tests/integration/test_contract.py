@@ -266,3 +266,19 @@ def test_outcomes_are_written_only_for_jobs_the_claim_still_holds(q, backend):
     assert q.store.get(a.id).status == "succeeded"
     assert q.store.get(b.id).status == "running"
     assert len(q.attempts(b.id)) == 1      # the run did happen: it stays in the audit trail
+
+
+def test_pipelined_runner_writes_every_outcome_on_its_second_connection(backend, clock, tmp_path):
+    q = backend.manager()
+    log = tmp_path / "e.log"
+    jobs = q.enqueue_many([{"call": "examples.shop:record", "args": {"path": str(log), "tag": "p"}}] * 450 +
+                          [{"call": FLAKY, "args": {"order_id": 1, "fail_times": 1}, "ladder": "5"}] * 50)
+    runner = Runner(q, ["default"], 100, pipeline=True)
+    assert runner._writer.store is not q.store and runner._writer.index is q.index
+    try:
+        summary = runner.run_for(10, interval=1)
+    finally:
+        runner.close()
+    assert (summary.claimed, summary.succeeded, summary.retried) == (550, 500, 50)
+    assert {q.store.get(j.id).status for j in jobs} == {"succeeded"}
+    assert len(log.read_text().splitlines()) == 450

@@ -38,9 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))   # finish the batch, then exit
     manager = app.connect(config.load())
-    runner = Runner(manager, queues, args.batch, should_stop=lambda: bool(stop))
+    # With --for, outcomes of one batch are written on a second connection while the next batch runs.
+    runner = Runner(manager, queues, args.batch, should_stop=lambda: bool(stop), pipeline=args.seconds > 0)
     # With --json, stdout carries one JSON object: what jobs print goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-        summary = runner.run_for(args.seconds, args.interval) if args.seconds else runner.run_pass()
+        try:
+            summary = runner.run_for(args.seconds, args.interval) if args.seconds else runner.run_pass()
+        finally:
+            runner.close()
     cli.emit(args, summary.__dict__, f"{PROG}: {summary.line()}")
     return 0

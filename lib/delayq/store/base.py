@@ -233,5 +233,9 @@ class Store(ABC):
     def failed_in_queue(self, queue: str, limit: int) -> list[int]:
         """The oldest failed job ids of a queue."""
 
+    @abstractmethod
+    def clone(self) -> "Store":
+        """The same store on a connection of its own, for another thread."""
+
     def close(self) -> None:
         """Release the connection; the store reconnects on next use."""

@@ -5,6 +5,7 @@ All SQL text comes from sql/<dialect>/queries.sql by name.
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -88,6 +89,12 @@ class SqlStore(RecoveryOps, Store):
             conn.rollback()
         except self.driver_errors:
             self.close()
+
+    def clone(self) -> "SqlStore":
+        """The same store on a connection of its own (connections are not shared between threads)."""
+        twin = copy.copy(self)
+        twin._conn = None
+        return twin
 
     def close(self) -> None:
         if self._conn is not None:

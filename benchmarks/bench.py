@@ -1,0 +1,178 @@
+"""`make bench`: delayq against RQ, Huey, Dramatiq, Celery and ARQ on delayed jobs, side by side in one run.
+
+Everything on this machine: one private redis-server started for the run (shared
+by delayq and the peers; the shared one on 6379 is never touched), the local
+MariaDB (each run on its own table prefix), the peers in their own virtualenv
+(benchmarks/.venv-peers, from benchmarks/requirements.txt). Each figure is the
+median of BENCH_RUNS runs (default 3) with min and max. Results are printed as a
+table and written to benchmarks/results/latest.json.
+
+    make bench             # BENCH_N=20000, 3 runs, lateness 1000 jobs/s for 30 s, backlog 1,000,000
+    make bench-quick       # N=2000, 1 run, short lateness, backlog 20,000: about a minute
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [HERE, ROOT]
+
+import delayq_side as D  # noqa: E402
+from ceiling import ceiling  # noqa: E402
+from tests.chaos.servers import PrivateRedis  # noqa: E402
+
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+N = int(os.environ.get("BENCH_N", "2000" if QUICK else "20000"))
+RUNS = int(os.environ.get("BENCH_RUNS", "1" if QUICK else "3"))
+RATE, SECONDS = (200, 5) if QUICK else (1000, 30)
+BACKLOG = int(os.environ.get("BENCH_BACKLOG", "20000" if QUICK else "1000000"))
+MYSQL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+PEERS = os.environ.get("BENCH_PEERS", "rq,huey,dramatiq,celery,arq")
+
+
+def stat(values: list[float]) -> dict:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"median": None}
+    return {"median": round(statistics.median(values), 1), "min": round(min(values), 1), "max": round(max(values), 1),
+            "runs": len(values)}
+
+
+def peers_python() -> str | None:
+    done = subprocess.run(["bash", os.path.join(HERE, "peers", "setup.sh")], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"bench: peers not installed ({done.stderr.strip()[-300:]}); delayq alone", file=sys.stderr)
+        return None
+    return done.stdout.strip().splitlines()[-1]
+
+
+def run_peers(python: str | None, redis_url: str, workload: str, extra: list[str]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    if not python:
+        return out
+    for _ in range(RUNS):
+        done = subprocess.run([python, os.path.join(HERE, "peers", "run.py"), "--redis-url", redis_url, "--workload",
+                               workload, "--peers", PEERS, *extra], capture_output=True, text=True, cwd=ROOT)
+        for line in done.stdout.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                out.setdefault(row["peer"], []).append(row)
+    return out
+
+
+def peer_figure(rows: list[dict], key: str) -> dict:
+    errors = [r["error"] for r in rows if "error" in r]
+    values = [r[key] for r in rows if key in r and "error" not in r]
+    return {**stat(values), **({"error": errors[0]} if errors and not values else {})}
+
+
+def main() -> None:
+    redis = PrivateRedis()
+    url = redis.url
+    results: dict = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "n": N, "runs": RUNS,
+                     "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.python_version()}", "quick": QUICK}
+    try:
+        py = peers_python()
+        with tempfile.TemporaryDirectory() as tmp:
+            sqlite = f"sqlite:///{tmp}/bench.db"
+            results["burst"] = {name: stat([D.burst(db, rd, N)["jobs_per_s"] for _ in range(RUNS)])
+                                for name, db, rd in (("delayq mysql+redis", MYSQL, url), ("delayq mysql", MYSQL, None),
+                                                     ("delayq sqlite", sqlite, None))}
+        rss = D.burst(MYSQL, url, N)["runner_peak_rss_mb"]
+        results["runner_peak_rss_mb"] = rss
+        results["burst"].update({k: peer_figure(v, "jobs_per_s") for k, v in
+                                 run_peers(py, url, "burst", ["--n", str(N)]).items()})
+        enq = [D.enqueue(MYSQL, url, N) for _ in range(RUNS)]
+        results["enqueue"] = {"delayq one by one": stat([e["one_by_one_per_s"] for e in enq]),
+                              "delayq bulk": stat([e["bulk_per_s"] for e in enq])}
+        results["enqueue"].update({k: peer_figure(v, "jobs_per_s") for k, v in
+                                   run_peers(py, url, "enqueue", ["--n", str(N)]).items()})
+        late = [D.lateness(MYSQL, url, RATE, SECONDS) for _ in range(RUNS)]
+        results["lateness_p99_ms"] = {"delayq": stat([x["p99_ms"] for x in late])}
+        results["lateness_p50_ms"] = {"delayq": stat([x["p50_ms"] for x in late])}
+        results["lateness_max_ms"] = {"delayq": stat([x["max_ms"] for x in late])}
+        peer_late = run_peers(py, url, "lateness", ["--rate", str(RATE), "--n", str(RATE * SECONDS)])
+        for key in ("p99_ms", "p50_ms", "max_ms"):
+            results[f"lateness_{key}"].update({k: peer_figure(v, key) for k, v in peer_late.items()})
+        backlog = [D.burst(MYSQL, url, N, backlog=BACKLOG) for _ in range(RUNS)]
+        results["backlog"] = {"pending": BACKLOG, "burst_jobs_per_s": stat([b["jobs_per_s"] for b in backlog]),
+                              "rebuild_seconds": stat([b["rebuild_seconds"] for b in backlog])}
+        ceil = [ceiling(MYSQL, url, N) for _ in range(RUNS)]
+        results["ceiling"] = {k: stat([c[k] for c in ceil]) for k in ("batched_500", "single_row_autocommit")}
+    finally:
+        redis.stop()
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "quick.json" if QUICK else "latest.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(report(results))
+
+
+def best_peer(figures: dict, lower_is_better: bool = False) -> tuple[str | None, float | None]:
+    peers = {k: v["median"] for k, v in figures.items() if not k.startswith("delayq") and v.get("median") is not None}
+    if not peers:
+        return None, None
+    name = (min if lower_is_better else max)(peers, key=peers.get)
+    return name, peers[name]
+
+
+def report(r: dict) -> str:
+    lines = [f"delayq benchmark, {r['when']}, {r['machine']}, N={r['n']}, median of {r['runs']} run(s)", ""]
+
+    def section(title: str, figures: dict, unit: str) -> None:
+        lines.append(f"{title} ({unit})")
+        for name, f in figures.items():
+            if f.get("median") is None:
+                lines.append(f"  {name:<22} not run: {f.get('error', 'no figure')}")
+            else:
+                lines.append(f"  {name:<22} {f['median']:>10}  (min {f['min']}, max {f['max']})")
+        lines.append("")
+
+    section("1. burst of delayed no-op jobs, one runner", r["burst"], "jobs/s")
+    section("2. delayed enqueue", r["enqueue"], "jobs/s")
+    section("3. lateness p99, steady stream", r["lateness_p99_ms"], "ms")
+    section("   lateness p50", r["lateness_p50_ms"], "ms")
+    section("   lateness max", r["lateness_max_ms"], "ms")
+    b = r["backlog"]
+    lines += [f"4. backlog: burst with {b['pending']:,} pending in the future: {b['burst_jobs_per_s']['median']} jobs/s; "
+              f"index rebuild of the backlog: {b['rebuild_seconds']['median']} s", ""]
+    c = r["ceiling"]
+    lines += [f"5. write-set ceiling (plain script): batched by 500 {c['batched_500']['median']} jobs/s, "
+              f"single-row autocommit {c['single_row_autocommit']['median']} jobs/s", ""]
+    burst = r["burst"]["delayq mysql+redis"]["median"]
+    peer, peer_burst = best_peer(r["burst"])
+    bulk = r["enqueue"]["delayq bulk"]["median"]
+    epeer, peer_enq = best_peer({k: v for k, v in r["enqueue"].items()})
+    p99 = r["lateness_p99_ms"]["delayq"]["median"]
+    empty = burst
+    flat = abs(b["burst_jobs_per_s"]["median"] - empty) / empty if empty else None
+    targets = [
+        ("burst >= 4x best peer", f"{burst} vs {peer} {peer_burst}" if peer else f"{burst} (no peer ran)",
+         f"{burst / peer_burst:.2f}x" if peer_burst else "-", burst >= 4 * peer_burst if peer_burst else None),
+        (">= 30% of the write-set ceiling", f"{burst} / {c['batched_500']['median']}",
+         f"{burst / c['batched_500']['median']:.0%}", burst >= 0.3 * c["batched_500"]["median"]),
+        ("bulk enqueue >= 2x best peer", f"{bulk} vs {epeer} {peer_enq}" if epeer else str(bulk),
+         f"{bulk / peer_enq:.2f}x" if peer_enq else "-", bulk >= 2 * peer_enq if peer_enq else None),
+        ("lateness p99 <= 100 ms", f"{p99} ms", "-", p99 <= 100),
+        ("backlog within 10% of empty", f"{b['burst_jobs_per_s']['median']} vs {empty}",
+         f"{flat:.0%} off" if flat is not None else "-", flat is not None and flat <= 0.10),
+        ("rebuild of the backlog < 30 s", f"{b['rebuild_seconds']['median']} s", "-", b["rebuild_seconds"]["median"] < 30),
+        ("runner peak RSS < 100 MB", f"{r['runner_peak_rss_mb']} MB", "-", r["runner_peak_rss_mb"] < 100),
+    ]
+    lines.append("targets (issue 5)")
+    for name, figure, ratio, met in targets:
+        mark = "met" if met else ("NOT MET" if met is False else "n/a")
+        lines.append(f"  {name:<32} {figure:<34} {ratio:>10}  {mark}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""delayq's side of `make bench`: burst, enqueue, lateness, backlog and the write-set ceiling.
+
+Each function takes the URLs to use and returns a dict of figures. Jobs are
+no-ops (examples.shop:noop); a runner is the real `bin/run_due.py --for`
+process; outcomes and times are read back from the database, so what is
+measured is "committed", not "called".
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
+
+import delayq  # noqa: E402
+from delayq import recovery  # noqa: E402
+from delayq.config import Config  # noqa: E402
+
+NOOP = "examples.shop:noop"
+BATCH = int(os.environ.get("BENCH_BATCH", "500"))
+COLUMNS = "queue, callable, args, status, attempts, max_attempts, ladder, due_at, priority, created_at, updated_at"
+
+
+class World:
+    """One prefix on one database (and Redis), cleaned up by close()."""
+
+    def __init__(self, database_url: str, redis_url: str | None):
+        self.prefix = "bench" + secrets.token_hex(3)
+        self.config = Config(database_url=database_url, redis_url=redis_url, allowed_modules=("examples",),
+                             prefix=self.prefix)
+        self.q = delayq.connect(self.config)
+        self.q.store.migrate(time.time())
+        self.env = dict(os.environ, DELAYQ_DATABASE_URL=database_url, DELAYQ_PREFIX=self.prefix,
+                        DELAYQ_ALLOWED_MODULES="examples", PYTHONPATH=ROOT)
+        self.env.pop("DELAYQ_REDIS_URL", None)
+        if redis_url:
+            self.env["DELAYQ_REDIS_URL"] = redis_url
+
+    def sql(self, text: str, args=()) -> list:
+        with self.q.store.tx() as cur:
+            cur.execute(text.replace("{jobs}", self.prefix + "_jobs").replace("{attempts}", self.prefix + "_attempts"),
+                        args)
+            return cur.fetchall()
+
+    def runner(self) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, os.path.join(ROOT, "bin", "run_due.py"), "--for", "3600",
+                                 "--batch", str(BATCH), "--interval", "0.05", "--json", "--quiet"],
+                                env=self.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def wait_succeeded(self, n: int, runner: subprocess.Popen, timeout: float = 900) -> float:
+        """Poll until n jobs succeeded; returns the runner's peak RSS in MB."""
+        peak, deadline = 0.0, time.time() + timeout
+        while self.sql("SELECT COUNT(*) FROM {jobs} WHERE status = 'succeeded'")[0][0] < n:
+            if runner.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"runner stopped or timed out before {n} jobs succeeded")
+            peak = max(peak, peak_rss(runner.pid))
+            time.sleep(0.1)
+        return max(peak, peak_rss(runner.pid))
+
+    def close(self) -> None:
+        with self.q.store.tx() as cur:
+            for table in ("jobs", "attempts", "steps", "migrations"):
+                cur.execute(f"DROP TABLE IF EXISTS {self.prefix}_{table}")
+        r = getattr(self.q.index, "r", None)
+        if r is not None:
+            keys = [k for p in ("{" + self.prefix + ":*", "{" + self.prefix + "}:*") for k in r.scan_iter(match=p)]
+            if keys:
+                r.delete(*keys)
+        self.q.close()
+
+
+def stop(runner: subprocess.Popen) -> None:
+    runner.send_signal(signal.SIGTERM)
+    try:
+        runner.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        runner.kill()
+        runner.communicate()
+
+
+def peak_rss(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def burst(database_url: str, redis_url: str | None, n: int, backlog: int = 0) -> dict:
+    """N no-op jobs due at one moment T; one runner; N / (T -> last outcome committed)."""
+    w = World(database_url, redis_url)
+    try:
+        extra = {}
+        if backlog:
+            extra = fill_backlog(w, backlog)
+        due = w.q.clock.now() + 2.0 + n / 5000
+        w.q.enqueue_many({"call": NOOP, "at": due} for _ in range(n))
+        if w.q.clock.now() > due:
+            raise RuntimeError("enqueue outlasted the lead time: raise it")
+        runner = w.runner()
+        rss = w.wait_succeeded(n + 0, runner)
+        stop(runner)
+        last = float(w.sql("SELECT MAX(finished_at) FROM {jobs} WHERE status = 'succeeded'")[0][0])
+        return {"jobs_per_s": round(n / (last - due)), "seconds": round(last - due, 3), "runner_peak_rss_mb": round(rss, 1),
+                **extra}
+    finally:
+        w.close()
+
+
+def fill_backlog(w: World, count: int) -> dict:
+    """`count` pending jobs due in a day, in the table (doubled in SQL: a fixture) and in the index; times the rebuild."""
+    w.q.enqueue(NOOP, delay=86400)
+    ph = w.q.store.placeholder
+    total = 1
+    while total < count:
+        with w.q.store.tx() as cur:
+            cur.execute(f"INSERT INTO {w.prefix}_jobs ({COLUMNS}) SELECT {COLUMNS} FROM {w.prefix}_jobs LIMIT {ph}",
+                        (count - total,))
+            total += cur.rowcount
+    t0 = time.monotonic()
+    recovery.reconcile(w.q)
+    return {"backlog": count, "rebuild_seconds": round(time.monotonic() - t0, 1)}
+
+
+def enqueue(database_url: str, redis_url: str | None, n: int) -> dict:
+    """Delayed enqueue rate: the Python API one by one, and bulk (enqueue_many)."""
+    w = World(database_url, redis_url)
+    try:
+        t0 = time.perf_counter()
+        for i in range(n):
+            w.q.enqueue(NOOP, delay=3600)
+        one = n / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        w.q.enqueue_many({"call": NOOP, "delay": 3600} for _ in range(n))
+        bulk = n / (time.perf_counter() - t0)
+        return {"one_by_one_per_s": round(one), "bulk_per_s": round(bulk)}
+    finally:
+        w.close()
+
+
+def lateness(database_url: str, redis_url: str | None, rate: int, seconds: float, delay: float = 1.0) -> dict:
+    """A steady stream of `rate` jobs/s for `seconds`, each due `delay` s after it is enqueued; one runner with --for.
+
+    Lateness = attempt start (attempts.started_at) - due time (jobs.due_at), from the database."""
+    w = World(database_url, redis_url)
+    try:
+        runner = w.runner()
+        tick = 0.05
+        per_tick = max(1, round(rate * tick))
+        producer = delayq.connect(w.config)
+        start = time.monotonic()
+        sent = 0
+        while sent < rate * seconds:
+            target = start + (sent / rate)
+            pause = target - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            now = producer.clock.now()
+            producer.enqueue_many({"call": NOOP, "at": now + delay + i / rate} for i in range(per_tick))
+            sent += per_tick
+        w.wait_succeeded(sent, runner, timeout=300)
+        stop(runner)
+        producer.close()
+        late = sorted(row[0] * 1000 for row in w.sql(
+            "SELECT a.started_at - j.due_at FROM {attempts} a JOIN {jobs} j ON j.id = a.job_id"))
+        return {"jobs": len(late), "p50_ms": round(_pct(late, 50), 1), "p99_ms": round(_pct(late, 99), 1),
+                "max_ms": round(late[-1], 1)}
+    finally:
+        w.close()
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    k = max(0, min(len(values) - 1, int(round(p / 100 * len(values) + 0.5)) - 1))
+    return values[k]
+
+
+def median_of(runs: list[dict], key: str) -> dict:
+    values = [r[key] for r in runs]
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
