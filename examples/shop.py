@@ -12,7 +12,7 @@ def auto_confirm(order_id: int) -> None:
 
 
 @delayq.job
-def flaky_sync(order_id: int, fail_times: int = 1) -> None:
+def flaky_sync(order_id: int, fail_times: int = 1, path: str = "") -> None:
     """Sync to the ERP; fails its first `fail_times` attempts, then succeeds."""
     attempt = delayq.current_job().attempt
     if attempt <= fail_times:
@@ -114,6 +114,6 @@ def poll_payment(trade_no: str, path: str, paid_after: int = 0) -> None:
 
 
 @delayq.job
-def mark_timed_out(trade_no: str, path: str, **_: object) -> None:
+def mark_timed_out(path: str, trade_no: str = "", **_: object) -> None:
     """The timeout handler: mark the order as timed out (runs once, as its own job)."""
     _effect(path, "timeout")

@@ -21,6 +21,18 @@ from .registry import job
 
 __all__ = [
     "BackendError", "CallableRefused", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
-    "Manager", "Message", "NotFound", "Queue", "Permanent", "Snooze", "connect", "current_job", "job", "on",
+    "Manager", "Message", "NotFound", "Queue", "Permanent", "Snooze", "connect", "current_job", "emit", "job", "on",
 ]
 __version__ = "0.1.0"
+
+
+def emit(code: str, data=None, delay: float | None = None, ext: str | None = None):
+    """Emit an event with the settings from the environment / .env: one job per handler.
+
+    Returns (event id, jobs). For many events, keep a Manager: delayq.connect().emit(...).
+    """
+    manager = connect()
+    try:
+        return manager.emit(code, data, delay=delay, ext=ext)
+    finally:
+        manager.close()

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from . import logs
-from .errors import EXIT_RUNTIME, EXIT_USAGE, ConfigError, DelayqError
+from .errors import EXIT_RUNTIME, EXIT_USAGE, DelayqError
 
 EXIT_INTERRUPTED = 130
 
@@ -62,11 +62,8 @@ def boundary(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     return wrap
 
 
-def setup_logging(verbose: bool) -> None:
+def setup_logging(verbose: bool, fmt: str = "kv") -> None:
     """Scripts log to stderr, key=value or JSON (DELAYQ_LOG_FORMAT): warnings always, details when verbose."""
-    fmt = os.environ.get("DELAYQ_LOG_FORMAT", "kv")
-    if fmt not in ("kv", "json"):
-        raise ConfigError(f"DELAYQ_LOG_FORMAT {fmt!r} is unknown: use kv or json")
     logs.setup(logging.INFO if verbose else logging.WARNING, fmt)
 
 

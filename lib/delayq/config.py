@@ -43,6 +43,7 @@ class Config:
     alert_kind: str = "json"
     alert_secret: str | None = field(default=None, repr=False)
     alert_tag: str = ""
+    log_format: str = "kv"
 
     def __post_init__(self) -> None:
         if not PREFIX_RE.match(self.prefix):
@@ -59,6 +60,8 @@ class Config:
             raise ConfigError(
                 f"DELAYQ_REDIS_URL {redact(self.redis_url)!r} is not supported: use redis://host:6379/0"
             )
+        if self.log_format not in ("kv", "json"):
+            raise ConfigError(f"DELAYQ_LOG_FORMAT {self.log_format!r} is unknown: use kv or json")
         if self.lease <= 0:
             raise ConfigError("DELAYQ_LEASE must be a positive number of seconds")
 
@@ -89,6 +92,7 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
         alert_kind=values.get("DELAYQ_ALERT_KIND") or "json",
         alert_secret=values.get("DELAYQ_ALERT_SECRET") or None,
         alert_tag=values.get("DELAYQ_ALERT_TAG", ""),
+        log_format=values.get("DELAYQ_LOG_FORMAT") or "kv",
     )
 
 

@@ -112,6 +112,7 @@ class Outcome:
     due_at: float | None = None    # for a retry
     snoozed: bool = False
     label: str | None = None       # the attempt row's outcome, where it is not the status (pull mode)
+    followup: JobSpec | None = None   # the on_timeout handler's job, inserted with this outcome
 
     @property
     def attempt_outcome(self) -> str:

@@ -75,6 +75,10 @@ class Manager:
                          event=code, event_id=event_id) for name, options in found.items()]
         return event_id, self.insert(specs, now)
 
+    def timeout_handler(self, job: Job, now: float) -> JobSpec:
+        """The job's on_timeout callable as a job of its own: same queue, ext and args, due now, its queue's defaults."""
+        return self.validate({"call": job.on_timeout, "args": job.args_json, "queue": job.queue, "ext": job.ext}, now)
+
     def validate(self, raw: Mapping[str, Any], now: float) -> JobSpec:
         if not isinstance(raw, Mapping):
             raise InvalidInput("a job must be a JSON object whose keys are the flags' names")

@@ -29,6 +29,7 @@ from .manager import Manager
 TUBE_MARK = "~"
 MAX_ATTEMPTS = 10_000
 POLL = 0.05
+RECOVER_EVERY = 1.0      # seconds between lease recoveries while reserve() waits
 
 
 @dataclass
@@ -71,14 +72,17 @@ class Queue:
         """Claim the earliest due message of `tube`, waiting up to `timeout` seconds; None if none came."""
         queue = _queue(tube)
         end = self.m.clock.now() + timeout
+        recovered_at = float("-inf")
         while True:
             claim = self.m.claim([queue], 1)
             if claim.jobs:
                 job = claim.jobs[0]
                 return Message(job.id, tube, json.loads(job.args_json), job.attempts, job, claim.token)
-            if recovery.recover_expired(self.m):     # a consumer died holding messages: their TTR ran out
-                continue
             now = self.m.clock.now()
+            if now - recovered_at >= RECOVER_EVERY:   # a consumer died holding messages: their TTR ran out
+                recovered_at = now
+                if recovery.recover_expired(self.m):
+                    continue
             if now >= end:
                 return None
             nxt = self.m.next_due([queue])
@@ -101,7 +105,7 @@ class Queue:
         ids = self.m.store.failed_in_queue(_queue(tube), n)
         return sum(len(self.m.retry(job_id=job)) for job in ids)
 
-    def jobs(self, tube: str, limit: int = 10_000) -> list[Job]:
+    def jobs(self, tube: str, limit: int = 10_000) -> list[dict[str, Any]]:
         """The live messages of `tube` (pending or reserved), newest first."""
         rows = self.m.store.list_jobs(None, _queue(tube), None, limit)
         return [row for row in rows if row["status"] in (J.PENDING, J.RUNNING)]

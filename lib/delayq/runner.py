@@ -55,27 +55,30 @@ def describe_error(exc: BaseException) -> str:
     return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 20] + "\n...[truncated]"
 
 
-def decide(job: Job, exc: BaseException | None, finished_at: float, rng: random.Random | None = None) -> tuple[str, float | None]:
-    """(status, next due) after one attempt: succeeded, rescheduled (a retry or a snooze), failed or timed_out.
+def decide(job: Job, exc: BaseException | None, finished_at: float,
+           rng: random.Random | None = None) -> tuple[str, float | None, bool]:
+    """(status, next due, ended by the deadline) after one attempt.
 
-    A failure counts against max_attempts; a snooze does not when the job has a
-    deadline (the deadline ends polling). A next attempt that would fall after
-    the deadline ends the job as timed_out.
+    A failure follows the ladder and max_attempts and ends failed (alerted), also
+    when the deadline stops its retries. Polling that never got its answer ends
+    timed_out (no alert): a snooze whose next poll would fall after the deadline,
+    or, without a deadline, a snooze on the last allowed attempt.
     """
     if exc is None:
-        return SUCCEEDED, None
+        return SUCCEEDED, None, False
     if isinstance(exc, (Permanent, CallableRefused)):
-        return FAILED, None
+        return FAILED, None, False
     snooze = isinstance(exc, Snooze)
+    ended = TIMED_OUT if snooze else FAILED
     if job.attempts >= job.max_attempts and not (snooze and job.deadline is not None):
-        return FAILED, None
+        return ended, None, False
     if snooze and exc.seconds is not None:
         due = finished_at + max(0.0, float(exc.seconds))
     else:
         due = finished_at + ladders.parse(job.ladder).delay(job.attempts, rng)
     if job.deadline is not None and due > job.deadline:
-        return TIMED_OUT, None
-    return PENDING, due
+        return ended, None, True
+    return PENDING, due, False
 
 
 def job_args(job: Job) -> dict:
@@ -177,8 +180,8 @@ class Runner:
     def execute(self, job: Job, claim_token: str) -> Outcome | None:
         """Run one claimed job; None when an at-most-once job must not begin (its claim is gone)."""
         started = self.clock.now()
-        if job.deadline is not None and started >= job.deadline:   # due only after its deadline (a backlog)
-            return Outcome(job, TIMED_OUT, started, started, "deadline passed before this attempt began")
+        if job.deadline is not None and started > job.deadline:    # picked up only after its deadline (a backlog)
+            return self._timed(Outcome(job, TIMED_OUT, started, started, "deadline passed before this attempt began"))
         if job.at_most_once and not self.manager.begin(job, claim_token):
             return None
         exc: BaseException | None = None
@@ -192,11 +195,22 @@ class Runner:
         finally:
             context.leave(token)
         finished = self.clock.now()
-        status, due = decide(job, exc, finished, self.rng)
+        status, due, by_deadline = decide(job, exc, finished, self.rng)
         snoozed = isinstance(exc, Snooze)
         self._log(job, status, exc, finished - started, snoozed)
-        error = None if exc is None or (snoozed and status == PENDING) else describe_error(exc)
-        return Outcome(job, status, started, finished, error, due, snoozed)
+        if status == TIMED_OUT:
+            error = f"timed out: still not done after {job.attempts} attempt(s), " + (
+                "the deadline passed" if by_deadline else "max_attempts reached")
+        else:
+            error = None if exc is None or snoozed else describe_error(exc)
+        outcome = Outcome(job, status, started, finished, error, due, snoozed)
+        return self._timed(outcome) if by_deadline else outcome
+
+    def _timed(self, outcome: Outcome) -> Outcome:
+        """The deadline ended this job: its on_timeout handler (if any) is written with the outcome."""
+        if outcome.job.on_timeout:
+            outcome.followup = self.manager.timeout_handler(outcome.job, outcome.finished_at)
+        return outcome
 
     def _call(self, job: Job, claim_token: str) -> None:
         target = self.manager.registry.resolve(job.call)

@@ -60,8 +60,8 @@ def test_deadline_stops_retries(q, clock):
     job = q.enqueue(FLAKY, {"order_id": 1, "fail_times": 99}, ladder="30", deadline=45, max_attempts=5)
     run(q)
     clock.advance(30)
-    run(q)   # the next retry would be at +60, past the deadline at +45
-    assert q.store.get(job.id).status == "timed_out"
+    run(q)   # the next retry would be at +60, past the deadline at +45: a failure, so failed (and alerted)
+    assert q.store.get(job.id).status == "failed"
 
 
 def test_permanent_fails_at_once(q):

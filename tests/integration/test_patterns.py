@@ -134,3 +134,23 @@ def test_queue_defaults_apply_and_explicit_options_win(backend, clock):
     assert (b.ladder, b.max_attempts) == ("15", 9)
     c = q.store.get(q.enqueue("examples.shop:noop").id)
     assert (c.ladder, c.max_attempts) == ("wechat", 16)
+
+
+def test_a_poller_whose_api_keeps_failing_fails_at_the_deadline_and_its_handler_runs(q, clock, tmp_path):
+    log = tmp_path / "e.log"
+    job = q.enqueue("examples.shop:flaky_sync", {"order_id": 9, "fail_times": 999, "path": str(log)}, ladder="stepped",
+                    max_attempts=1000, deadline=60, on_timeout="examples.shop:mark_timed_out", ext="order:9")
+    step_until_idle(q, clock)
+    stored = q.store.get(job.id)
+    assert stored.status == "failed" and "ConnectionError" in stored.last_error
+    assert [j["id"] for j in q.store.alerts_due(10)] == [job.id]
+    assert effects(log)["timeout"] == 1
+
+
+def test_polling_without_a_deadline_times_out_at_max_attempts(q, clock, tmp_path):
+    job = q.enqueue(POLL, {"trade_no": "T4", "path": str(tmp_path / "e.log"), "paid_after": -1}, ladder="1",
+                    max_attempts=4)
+    step_until_idle(q, clock)
+    stored = q.store.get(job.id)
+    assert stored.status == "timed_out" and "max_attempts reached" in stored.last_error
+    assert q.store.alerts_due(10) == []

@@ -12,10 +12,10 @@ def test_redact_hides_the_password_only():
 
 def test_environment_wins_over_dotenv(tmp_path):
     dotenv = tmp_path / ".env"
-    dotenv.write_text("DELAYQ_PREFIX=fromfile\nDELAYQ_ALLOWED_MODULES=shop.jobs, billing\n")
+    dotenv.write_text("DELAYQ_PREFIX=fromfile\nDELAYQ_ALLOWED_MODULES=shop.jobs, billing\nDELAYQ_LOG_FORMAT=json\n")
     settings = config.load({"DELAYQ_PREFIX": "fromenv"}, str(dotenv))
     assert settings.prefix == "fromenv"
-    assert settings.allowed_modules == ("shop.jobs", "billing")
+    assert settings.allowed_modules == ("shop.jobs", "billing") and settings.log_format == "json"
     assert settings.database_url == "sqlite:///delayq.db" and settings.redis_url is None
 
 
@@ -24,6 +24,9 @@ def test_environment_wins_over_dotenv(tmp_path):
     ({"DELAYQ_DATABASE_URL": "postgres://u:pw@h/db"}, "not supported"),
     ({"DELAYQ_REDIS_URL": "http://h"}, "DELAYQ_REDIS_URL"),
     ({"DELAYQ_LEASE": "long"}, "DELAYQ_LEASE"),
+    ({"DELAYQ_QUEUES": "{sms: 1}"}, "DELAYQ_QUEUES is not valid JSON"),
+    ({"DELAYQ_QUEUES": '{"sms": {"colour": 1}}'}, "unknown key"),
+    ({"DELAYQ_LOG_FORMAT": "xml"}, "DELAYQ_LOG_FORMAT"),
 ])
 def test_bad_settings_say_how_to_fix(env, message):
     with pytest.raises(ConfigError, match=message) as err:

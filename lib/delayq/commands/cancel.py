@@ -16,7 +16,6 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--id", type=int, help="one job id")
     p.add_argument("--queue", help="only in this queue")
     args = p.parse_args(argv)
-    cli.setup_logging(False)
     result = app.connect(config.load()).cancel(job_id=args.id, ext=args.ext, queue=args.queue)
     untouched = [f"job {job} is {status}" for job, status in result.untouched]
     if not result.cancelled:

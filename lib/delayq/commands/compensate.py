@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rebuild", choices=("auto", "now", "never"), default="auto",
                    help="auto (default): by --rebuild-every; now: this run; never: leases and alerts only")
     args = p.parse_args(argv)
-    cli.setup_logging(args.verbose)
     settings = config.load()
+    cli.setup_logging(args.verbose, settings.log_format)
     manager = app.connect(settings)
     started = time.monotonic()
     recovered = recovery.recover_expired(manager)

@@ -73,7 +73,6 @@ def read_lines(path: str) -> list[dict[str, Any]]:
 @cli.boundary(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(False)
     if args.from_file:
         if single(args):
             raise InvalidInput("--from-file takes every job from the file: drop --call and the other job flags")

@@ -27,7 +27,8 @@ def build_parser() -> cli.Parser:
 @cli.boundary(PROG)
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cli.setup_logging(not args.quiet)
+    settings = config.load()
+    cli.setup_logging(not args.quiet, settings.log_format)
     queues = [jobs.check_queue(q.strip()) for q in args.queue.split(",") if q.strip()]
     if not queues:
         raise InvalidInput("--queue needs at least one queue name")
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         raise InvalidInput("--for must be >= 0 and --interval between 0 and 60 seconds")
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))   # finish the batch, then exit
-    manager = app.connect(config.load())
+    manager = app.connect(settings)
     # With --for, outcomes of one batch are written on a second connection while the next batch runs.
     runner = Runner(manager, queues, args.batch, should_stop=lambda: bool(stop), pipeline=args.seconds > 0)
     # With --json, stdout carries one JSON object: what jobs print goes to stderr instead.

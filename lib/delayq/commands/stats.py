@@ -58,7 +58,8 @@ def prom_text(stats: dict[str, dict]) -> str:
     for name, key, help_ in (("delayq_due_now", "due_now", "Pending jobs whose due time has come."),
                              ("delayq_oldest_due_lag_seconds", "oldest_due_lag_s", "How late the oldest due job is."),
                              ("delayq_succeeded_last_hour", "succeeded_1h", "Jobs succeeded in the last hour."),
-                             ("delayq_failed_last_hour", "failed_1h", "Jobs failed for good in the last hour.")):
+                             ("delayq_failed_last_hour", "failed_1h", "Jobs failed for good in the last hour."),
+                             ("delayq_timed_out_last_hour", "timed_out_1h", "Jobs ended by their deadline in the last hour.")):
         out += [f"# HELP {name} {help_}", f"# TYPE {name} gauge"]
         out += [f'{name}{{queue="{_label(q)}"}} {s[key]}' for q, s in sorted(stats.items())]
     return "\n".join(out) + "\n"

@@ -118,9 +118,9 @@ class Store(ABC):
 
         An outcome is written only where the row still holds `token`, so a
         runner that lost its lease cannot overwrite another runner's record.
-        Attempt rows are written for every outcome: the run did happen. A job the
-        deadline ended (timed_out) with an on_timeout callable gets that callable
-        inserted as a job of its own in the same transaction; those are returned
+        Attempt rows are written for every outcome: the run did happen. An
+        outcome's followup (the on_timeout handler of a job its deadline ended) is
+        inserted in the same transaction; their (id, queue, due_at) are returned
         second, for the index.
         """
 

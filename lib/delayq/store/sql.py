@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from ..errors import BackendError
-from .. import ladders
 from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Attempt, Job, JobSpec, Outcome
 from .base import Cancelled, Inserted, Store
 from .queries import Queries, migrations
@@ -241,16 +240,9 @@ class SqlStore(RecoveryOps, Store):
             values = [v for o in part for v in (o.job.id, o.job.attempts, o.started_at, o.finished_at,
                                                  o.attempt_outcome, o.error)]
             cur.execute(self.q("insert_attempts", rows=len(part)), values)
-        handlers = [self._timeout_handler(o.job, now) for o in mine if o.status == TIMED_OUT and o.job.on_timeout]
+        handlers = [o.followup for o in mine if o.followup is not None]
         ids = self._insert(cur, handlers, now) if handlers else []
         return updated, [(i, spec.queue, spec.due_at) for i, spec in zip(ids, handlers)]
-
-    @staticmethod
-    def _timeout_handler(job: Job, now: float) -> JobSpec:
-        """The on_timeout callable as a job of its own: same queue, ext and args, due now, default ladder."""
-        ladder = ladders.parse(None)
-        return JobSpec(call=job.on_timeout or "", args_json=job.args_json, due_at=now, queue=job.queue, ext=job.ext,
-                       ladder=ladder.spec, max_attempts=ladder.default_max_attempts)
 
     # -- cancel and read -----------------------------------------------------
     def cancel(self, now: float, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> Cancelled:
