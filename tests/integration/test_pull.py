@@ -10,6 +10,15 @@ from delayq.errors import InvalidInput, NotFound
 from delayq.pull import Queue
 
 
+def run_together(target, count: int = 4) -> None:
+    """`count` threads at once, each with its own connections: like `count` processes."""
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 @pytest.fixture
 def tube(q):
     return Queue(q, ttr=30)
@@ -57,11 +66,7 @@ def test_flaw_reserve_race_two_consumers_never_get_the_same_message(backend, clo
                 got.append(msg.id)
             consumer.delete(msg)
 
-    threads = [threading.Thread(target=consume) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together(consume)
     assert sorted(got) == sorted(ids)                       # each message exactly once
 
 
@@ -101,11 +106,7 @@ def test_flaw_ids_are_never_reused(backend, clock):
             with lock:
                 made.append(job)
 
-    threads = [threading.Thread(target=produce) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_together(produce)
     assert len(set(made)) == 200 and not set(made) & {a, b, c}
 
 
