@@ -81,7 +81,7 @@ def main() -> None:
     results: dict = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "n": N, "runs": RUNS,
                      "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.python_version()}", "quick": QUICK}
     try:
-        py = peers_python()
+        py = peers_python() if PEERS not in ("", "none") else None
         with tempfile.TemporaryDirectory() as tmp:
             sqlite = f"sqlite:///{tmp}/bench.db"
             results["burst"] = {name: stat([D.burst(db, rd, N)["jobs_per_s"] for _ in range(RUNS)])

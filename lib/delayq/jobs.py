@@ -202,8 +202,11 @@ def parse_at(value: Any) -> float:
     return when.timestamp()
 
 
-def build(raw: Mapping[str, Any], now: float) -> JobSpec:
-    """Validate one job given as the scripts' flags (a dict) and make its due time absolute."""
+def build(raw: Mapping[str, Any], now: float, at_most_once: bool = False) -> JobSpec:
+    """Validate one job given as the scripts' flags (a dict) and make its due time absolute.
+
+    An at-most-once job (as its code declares) gets exactly one attempt.
+    """
     unknown = set(raw) - SPEC_KEYS
     if unknown:
         raise InvalidInput(f"unknown key(s) {', '.join(sorted(unknown))}: use {', '.join(sorted(SPEC_KEYS))}")
@@ -243,7 +246,9 @@ def build(raw: Mapping[str, Any], now: float) -> JobSpec:
         queue=check_queue(raw.get("queue") or "default"),
         ext=ext,
         ladder=ladder.spec,
-        max_attempts=ladder.default_max_attempts if max_attempts is None else _integer("max_attempts", max_attempts, 1, 10_000),
+        max_attempts=1 if at_most_once else ladder.default_max_attempts if max_attempts is None else _integer(
+            "max_attempts", max_attempts, 1, 10_000),
+        at_most_once=at_most_once,
         deadline=None if deadline is None else parse_deadline(deadline, now),
         priority=_integer("priority", raw.get("priority") or 0, -1000, 1000),
         unique=unique,

@@ -9,6 +9,7 @@ plus one per step) or its deadline ends the retries.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -63,8 +64,9 @@ class Ladder:
         return full / 2 + (rng or random).uniform(0, full / 2)   # "equal jitter": never below half
 
 
+@functools.lru_cache(maxsize=512)
 def parse(spec: str | None) -> Ladder:
-    """A ladder from its spec; raises InvalidInput naming the known forms."""
+    """A ladder from its spec (cached: ladders are few, jobs many); raises InvalidInput naming the known forms."""
     spec = (spec or DEFAULT).strip()
     if spec in NAMED:
         return Ladder(spec, _steps(NAMED[spec]))

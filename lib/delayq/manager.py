@@ -19,7 +19,7 @@ from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
 from .index import DueIndex
 from .jobs import Attempt, Job, JobSpec, Outcome
-from .registry import Registry, steps_of
+from .registry import Registry, check_name, steps_of
 from .store import Cancelled, Inserted, Store
 
 log = logging.getLogger(__name__)
@@ -83,18 +83,22 @@ class Manager:
         if not isinstance(raw, Mapping):
             raise InvalidInput("a job must be a JSON object whose keys are the flags' names")
         defaults = self.queues.get(raw.get("queue") or "default", {})
-        spec = J.build({**defaults, **{k: v for k, v in raw.items() if v is not None}}, now)
+        merged = {**defaults, **{k: v for k, v in raw.items() if v is not None}}
+        call = merged.get("call")
+        if not call:
+            raise InvalidInput("call is required: 'package.module:function'")
+        check_name(call)
         try:
-            target = self.registry.resolve(spec.call)
+            target = self.registry.resolve(call)
         except ImportError as exc:
-            raise InvalidInput(f"callable {spec.call!r} cannot be imported: {exc}") from None
-        once = self.registry.at_most_once(spec.call) and steps_of(target) is None
+            raise InvalidInput(f"callable {call!r} cannot be imported: {exc}") from None
+        spec = J.build(merged, now, at_most_once=self.registry.at_most_once(call) and steps_of(target) is None)
         if spec.on_timeout:
             try:
                 self.registry.resolve(spec.on_timeout)
             except ImportError as exc:
                 raise InvalidInput(f"on_timeout {spec.on_timeout!r} cannot be imported: {exc}") from None
-        return replace(spec, at_most_once=once, max_attempts=1 if once else spec.max_attempts)
+        return spec
 
     def insert(self, specs: list[JobSpec], now: float) -> list[Inserted]:
         """Write validated jobs: rows first (committed), then their index entries."""

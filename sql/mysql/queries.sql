@@ -19,9 +19,9 @@ INSERT INTO {migrations} (version, applied_at) VALUES (%s, %s)
 -- The database's clock, epoch seconds.
 SELECT UNIX_TIMESTAMP(NOW(6))
 
--- name: insert_jobs
--- Insert new jobs, returning their ids in insertion order (MariaDB >= 10.5).
-INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows} RETURNING id
+-- name: insert_jobs_json
+-- Insert new jobs from one JSON array of rows (one bound parameter, however many jobs), returning their ids (MariaDB >= 10.6).
+INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) SELECT queue, ext, unique_live, is_unique, callable, args, 'pending', 0, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, %s, %s FROM JSON_TABLE(%s, '$[*]' COLUMNS (n FOR ORDINALITY, queue VARCHAR(64) PATH '$[0]', ext VARCHAR(191) PATH '$[1]', unique_live TINYINT PATH '$[2]', is_unique TINYINT PATH '$[3]', callable VARCHAR(255) PATH '$[4]', args MEDIUMTEXT PATH '$[5]', max_attempts INT PATH '$[6]', ladder VARCHAR(255) PATH '$[7]', due_at DOUBLE PATH '$[8]', deadline DOUBLE PATH '$[9]', priority SMALLINT PATH '$[10]', lease_seconds DOUBLE PATH '$[11]', at_most_once TINYINT PATH '$[12]', on_timeout VARCHAR(255) PATH '$[13]', event VARCHAR(64) PATH '$[14]', event_id CHAR(32) PATH '$[15]')) AS jt ORDER BY n RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (MySQL 8).
@@ -75,6 +75,10 @@ UPDATE {jobs} SET status = 'failed', finished_at = %s, last_error = %s, updated_
 -- name: insert_attempts
 -- Append attempt rows (the audit trail).
 INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error) VALUES {rows}
+
+-- name: insert_attempts_json
+-- Append attempt rows given as one JSON array of [job_id, attempt, started_at, finished_at, outcome, error].
+INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error) SELECT job_id, attempt, started_at, finished_at, outcome, error FROM JSON_TABLE(%s, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', attempt INT PATH '$[1]', started_at DOUBLE PATH '$[2]', finished_at DOUBLE PATH '$[3]', outcome VARCHAR(16) PATH '$[4]', error TEXT PATH '$[5]')) AS jt
 
 -- name: attempt_row
 -- One VALUES group of insert_attempts.

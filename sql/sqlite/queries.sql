@@ -19,9 +19,9 @@ INSERT INTO {migrations} (version, applied_at) VALUES (?, ?)
 -- The database's clock, epoch seconds.
 SELECT (julianday('now') - 2440587.5) * 86400.0
 
--- name: insert_jobs
--- Insert new jobs, returning their ids in insertion order (SQLite >= 3.35).
-INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) VALUES {rows} RETURNING id
+-- name: insert_jobs_json
+-- Insert new jobs from one JSON array of rows (one bound parameter, however many jobs), returning their ids.
+INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder, due_at, deadline, priority, lease_seconds, at_most_once, on_timeout, event, event_id, created_at, updated_at) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), 'pending', 0, json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'), json_extract(value, '$[9]'), json_extract(value, '$[10]'), json_extract(value, '$[11]'), json_extract(value, '$[12]'), json_extract(value, '$[13]'), json_extract(value, '$[14]'), json_extract(value, '$[15]'), ?, ? FROM json_each(?) ORDER BY key RETURNING id
 
 -- name: insert_jobs_plain
 -- The same without RETURNING, one row at a time (unused on SQLite).
@@ -75,6 +75,10 @@ UPDATE {jobs} SET status = 'failed', finished_at = ?, last_error = ?, updated_at
 -- name: insert_attempts
 -- Append attempt rows (the audit trail).
 INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error) VALUES {rows}
+
+-- name: insert_attempts_json
+-- Append attempt rows given as one JSON array of [job_id, attempt, started_at, finished_at, outcome, error].
+INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]') FROM json_each(?)
 
 -- name: attempt_row
 -- One VALUES group of insert_attempts.

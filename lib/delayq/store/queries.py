@@ -13,7 +13,7 @@ from pathlib import Path
 
 SQL_DIR = Path(__file__).resolve().parents[3] / "sql"
 _NAME_RE = re.compile(r"^-- name: (\w+)\s*$", re.M)
-_ROW_OF = {"insert_jobs": "job_row", "insert_jobs_plain": "job_row", "insert_attempts": "attempt_row"}
+_ROW_OF = {"insert_jobs_plain": "job_row", "insert_attempts": "attempt_row"}
 
 
 def parse(text: str) -> dict[str, str]:

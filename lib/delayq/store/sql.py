@@ -6,6 +6,7 @@ All SQL text comes from sql/<dialect>/queries.sql by name.
 from __future__ import annotations
 
 import copy
+import json
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -143,21 +144,24 @@ class SqlStore(RecoveryOps, Store):
         return results  # type: ignore[return-value]
 
     def _insert(self, cur: Any, specs: Sequence[JobSpec], now: float) -> list[int]:
-        rows = [self._row(spec, now) for spec in specs]
+        """Ids of the inserted rows, in the order of `specs`."""
+        rows = [self._row(spec) for spec in specs]
         if self.returning:
-            cur.execute(self.q("insert_jobs", rows=len(rows)), [v for row in rows for v in row])
-            return [row[0] for row in cur.fetchall()]
+            # All rows travel as one JSON parameter: one value to escape instead of ~16 per job.
+            cur.execute(self.q("insert_jobs_json"), (now, now, json.dumps(rows, ensure_ascii=False)))
+            # Ids grow in the order rows were inserted (ORDER BY in the query); RETURNING's own order is not promised.
+            return sorted(row[0] for row in cur.fetchall())
         ids = []
         for row in rows:
-            cur.execute(self.q("insert_jobs_plain", rows=1), row)
+            cur.execute(self.q("insert_jobs_plain", rows=1), (*row, now, now))
             ids.append(cur.lastrowid)
         return ids
 
     @staticmethod
-    def _row(spec: JobSpec, now: float) -> tuple:
-        return (spec.queue, spec.ext, 1 if spec.unique else None, 1 if spec.unique else 0, spec.call, spec.args_json, spec.max_attempts,
-                spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease, 1 if spec.at_most_once else 0,
-                spec.on_timeout, spec.event, spec.event_id, now, now)
+    def _row(spec: JobSpec) -> list:
+        return [spec.queue, spec.ext, 1 if spec.unique else None, 1 if spec.unique else 0, spec.call, spec.args_json,
+                spec.max_attempts, spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease,
+                1 if spec.at_most_once else 0, spec.on_timeout, spec.event, spec.event_id]
 
     def _insert_unique(self, cur: Any, spec: JobSpec, now: float) -> Inserted:
         for _ in range(5):
@@ -236,10 +240,8 @@ class SqlStore(RecoveryOps, Store):
             if rows:
                 cur.executemany(self.q(name), rows)
                 updated += cur.rowcount
-        for part in chunks(ran):
-            values = [v for o in part for v in (o.job.id, o.job.attempts, o.started_at, o.finished_at,
-                                                 o.attempt_outcome, o.error)]
-            cur.execute(self.q("insert_attempts", rows=len(part)), values)
+        rows = [(o.job.id, o.job.attempts, o.started_at, o.finished_at, o.attempt_outcome, o.error) for o in ran]
+        cur.execute(self.q("insert_attempts_json"), (json.dumps(rows, ensure_ascii=False),))   # one parameter
         handlers = [o.followup for o in mine if o.followup is not None]
         ids = self._insert(cur, handlers, now) if handlers else []
         return updated, [(i, spec.queue, spec.due_at) for i, spec in zip(ids, handlers)]
