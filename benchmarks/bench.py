@@ -87,6 +87,8 @@ def main() -> None:
             results["burst"] = {name: stat([D.burst(db, rd, N)["jobs_per_s"] for _ in range(RUNS)])
                                 for name, db, rd in (("delayq mysql+redis", MYSQL, url), ("delayq mysql", MYSQL, None),
                                                      ("delayq sqlite", sqlite, None))}
+        results["burst"]["delayq mysql+redis, INCR"] = stat([D.burst(MYSQL, url, N, incr_url=url)["jobs_per_s"]
+                                                         for _ in range(RUNS)])
         rss = D.burst(MYSQL, url, N)["runner_peak_rss_mb"]
         results["runner_peak_rss_mb"] = rss
         results["burst"].update({k: peer_figure(v, "jobs_per_s") for k, v in
@@ -148,6 +150,7 @@ def report(r: dict) -> str:
     lines += [f"5. write-set ceiling (plain script): batched by 500 {c['batched_500']['median']} jobs/s, "
               f"single-row autocommit {c['single_row_autocommit']['median']} jobs/s", ""]
     burst = r["burst"]["delayq mysql+redis"]["median"]
+    fair = r["burst"]["delayq mysql+redis, INCR"]["median"]   # the same per-job INCR as the peers' jobs
     peer, peer_burst = best_peer(r["burst"])
     bulk = r["enqueue"]["delayq bulk"]["median"]
     epeer, peer_enq = best_peer({k: v for k, v in r["enqueue"].items()})
@@ -155,7 +158,9 @@ def report(r: dict) -> str:
     empty = burst
     flat = abs(b["burst_jobs_per_s"]["median"] - empty) / empty if empty else None
     targets = [
-        ("burst >= 4x best peer", f"{burst} vs {peer} {peer_burst}" if peer else f"{burst} (no peer ran)",
+        ("burst >= 4x best peer (same INCR job)", f"{fair} vs {peer} {peer_burst}" if peer else f"{fair} (no peer ran)",
+         f"{fair / peer_burst:.2f}x" if peer_burst else "-", fair >= 4 * peer_burst if peer_burst else None),
+        ("burst >= 4x best peer (no-op job)", f"{burst} vs {peer} {peer_burst}" if peer else f"{burst} (no peer ran)",
          f"{burst / peer_burst:.2f}x" if peer_burst else "-", burst >= 4 * peer_burst if peer_burst else None),
         (">= 30% of the write-set ceiling", f"{burst} / {c['batched_500']['median']}",
          f"{burst / c['batched_500']['median']:.0%}", burst >= 0.3 * c["batched_500"]["median"]),

@@ -92,16 +92,18 @@ def check_redis_url(url: str) -> None:
 # ---------------------------------------------------------------- timing
 
 class Deadline:
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, label: str = ""):
         self.at = time.monotonic() + seconds
         self.seconds = seconds
+        self.label = label
 
     def left(self) -> float:
         return self.at - time.monotonic()
 
     def check(self, what: str) -> None:
         if time.monotonic() > self.at:
-            raise TimeoutError(f"did not finish within {self.seconds:.0f} s ({what})")
+            label = self.label or f"within {self.seconds:.0f} s"
+            raise TimeoutError(f"did not finish {label} ({what})")
 
 
 def items_fixed_due(n: int, args_of, due_at: float, deadline: Deadline | None = None) -> Iterator[tuple[tuple, float]]:
@@ -135,6 +137,7 @@ def items_paced(n: int, rate: float, delay: float, stats: dict, deadline: Deadli
         if deadline is not None and i % 1000 == 0:
             deadline.check("enqueue stream")
         due = time.time() + delay
+        stats["last_due"] = due
         yield (due,), due
     stats["stream_s"] = time.time() - start
     stats["max_behind_s"] = behind
