@@ -37,6 +37,7 @@ RATE, SECONDS = (200, 5) if QUICK else (1000, 30)
 BACKLOG = int(os.environ.get("BENCH_BACKLOG", "20000" if QUICK else "1000000"))
 MYSQL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 PEERS = os.environ.get("BENCH_PEERS", "rq,huey,dramatiq,celery,arq")
+PEER_TIMEOUT = os.environ.get("BENCH_PEER_TIMEOUT", "300")    # seconds a peer may take per workload
 
 
 def stat(values: list[float]) -> dict:
@@ -61,7 +62,8 @@ def run_peers(python: str | None, redis_url: str, workload: str, extra: list[str
         return out
     for _ in range(RUNS):
         done = subprocess.run([python, os.path.join(HERE, "peers", "run.py"), "--redis-url", redis_url, "--workload",
-                               workload, "--peers", PEERS, *extra], capture_output=True, text=True, cwd=ROOT)
+                               workload, "--peers", PEERS, "--timeout", PEER_TIMEOUT, *extra],
+                              capture_output=True, text=True, cwd=ROOT)
         for line in done.stdout.splitlines():
             if line.startswith("{"):
                 row = json.loads(line)
