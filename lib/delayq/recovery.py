@@ -84,7 +84,11 @@ def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -
         if progress:
             progress(len(page))
     now = manager.clock.now()
-    for queue, which, members in manager.index.members():
+    # Every pending row is now due or claimed. The due sets can hold stale members only if they hold more
+    # members than there are pending rows (stale ones hiding behind live claims wait for the next rebuild:
+    # a stale member is harmless anyway, a claim skips rows that are not pending).
+    kinds = ("due", "inflight") if manager.index.sizes() > result.scanned else ("inflight",)
+    for queue, which, members in manager.index.members(kinds=kinds):
         if which == "due":   # a member not seen pending may be stale, or newer than the scan: ask the rows
             suspects = [(job, score) for job, score in members if not _contains(seen, job)]
             keep = PENDING

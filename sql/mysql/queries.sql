@@ -157,9 +157,10 @@ UPDATE {steps} SET status = 'failed', last_error = %s, updated_at = %s WHERE job
 UPDATE {steps} SET status = 'pending', updated_at = %s WHERE job_id = %s AND mode = 'auto' AND status = 'running'
 
 -- name: pending_page
--- One page of pending jobs in id order (keyset pagination on the primary key, for rebuilding the due index).
+-- One page of pending jobs in id order, packed into one JSON array of [id, queue, due_at] (one value to
+-- decode instead of a row each; keyset pagination on the primary key, for rebuilding the due index).
 -- No index on status alone: it would cost every claim and outcome an index update; this rare scan pays instead.
-SELECT id, queue, due_at FROM {jobs} FORCE INDEX (PRIMARY) WHERE status = 'pending' AND id > %s ORDER BY id LIMIT %s
+SELECT JSON_ARRAYAGG(JSON_ARRAY(id, queue, due_at) ORDER BY id) FROM (SELECT id, queue, due_at FROM {jobs} FORCE INDEX (PRIMARY) WHERE status = 'pending' AND id > %s ORDER BY id LIMIT %s) AS page
 
 -- name: select_statuses
 -- The status of some jobs.

@@ -157,8 +157,9 @@ UPDATE {steps} SET status = 'failed', last_error = ?, updated_at = ? WHERE job_i
 UPDATE {steps} SET status = 'pending', updated_at = ? WHERE job_id = ? AND mode = 'auto' AND status = 'running'
 
 -- name: pending_page
--- One page of pending jobs in id order (keyset pagination on the primary key, for rebuilding the due index).
-SELECT id, queue, due_at FROM {jobs} WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?
+-- One page of pending jobs in id order, packed into one JSON array of [id, queue, due_at]
+-- (keyset pagination on the primary key, for rebuilding the due index).
+SELECT json_group_array(json_array(id, queue, due_at)) FROM (SELECT id, queue, due_at FROM {jobs} WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?)
 
 -- name: select_statuses
 -- The status of some jobs.

@@ -272,3 +272,13 @@ def test_extend_takes_sane_seconds(q):
     for bad in (0, -5, 8 * 86400):
         with pytest.raises(InvalidInput):
             q.extend(job.id, claim.token, bad)
+
+
+def test_rebuild_drops_a_stale_due_member(redis_q, clock):
+    q = redis_q
+    keep = q.enqueue(NOOP, delay=60)
+    gone = q.enqueue(NOOP, delay=60)
+    q.store.cancel(clock.now(), job_id=gone.id)            # crash before the ZREM: a stale due member
+    result = recovery.reconcile(q)
+    assert (result.scanned, result.restored, result.dropped) == (1, 0, 1)
+    assert q.index.r.zrange(q.index.keys("default")[0], 0, -1) == [str(keep.id).encode()]

@@ -50,9 +50,13 @@ class DueIndex(ABC):
         """
         return 0
 
-    def members(self, batch: int = 1000):
-        """Yield (queue, which, [(job_id, score)]) pages of every due ('due') and in-flight ('inflight') set."""
+    def members(self, batch: int = 1000, kinds: tuple[str, ...] = ("due", "inflight")):
+        """Yield (queue, kind, [(job_id, score)]) pages of every due ('due') and in-flight ('inflight') set."""
         return iter(())
+
+    def sizes(self) -> int:
+        """How many members all due sets hold."""
+        return 0
 
     def drop_unchanged(self, queue: str, which: str, members: list[tuple[int, float]]) -> int:
         """Remove members whose score is still the one read; returns how many were removed."""

@@ -7,6 +7,7 @@ Lua lives in sql/lua/*.lua, loaded by name.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
@@ -83,30 +84,40 @@ class RedisIndex(DueIndex):
         added = 0
         try:
             for queue, items in _by_queue(entries):
-                for part in _chunks(items):
-                    args = [repr(now)] + [v for job, due in part for v in (repr(due), str(job))]
-                    added += self._scripts["restore"](keys=self.keys(queue), args=args)
+                for part in _chunks(items, 2000):
+                    pairs = json.dumps([[due, str(job)] for job, due in part])
+                    added += self._scripts["restore"](keys=self.keys(queue), args=[repr(now), pairs])
         except redis.RedisError as exc:
             raise self._fail(exc) from None
         return added
 
-    def members(self, batch: int = 1000):
+    def members(self, batch: int = 1000, kinds: tuple[str, ...] = ("due", "inflight")):
         try:
-            pattern = "{" + self.prefix + ":*}:*"
-            for key in self.r.scan_iter(match=pattern, count=1000):
+            for key in self.r.scan_iter(match="{" + self.prefix + ":*}:*", count=1000):
                 name = key.decode()
-                tag, _, which = name.rpartition(":")
+                tag, _, kind = name.rpartition(":")
                 queue = tag[len(self.prefix) + 2:-1]
-                if which not in ("due", "inflight") or self.keys(queue) != (tag + ":due", tag + ":inflight"):
+                if kind not in kinds or self.keys(queue) != (tag + ":due", tag + ":inflight"):
                     continue
                 page: list[tuple[int, float]] = []
                 for member, score in self.r.zscan_iter(name, count=batch):
                     page.append((int(member), score))
                     if len(page) >= batch:
-                        yield queue, which, page
+                        yield queue, kind, page
                         page = []
                 if page:
-                    yield queue, which, page
+                    yield queue, kind, page
+        except redis.RedisError as exc:
+            raise self._fail(exc) from None
+
+    def sizes(self) -> int:
+        """Members of every due set of this prefix (for the rebuild's "anything stale?" check)."""
+        try:
+            keys = [k for k in self.r.scan_iter(match="{" + self.prefix + ":*}:due", count=1000)]
+            with self.r.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.zcard(key)
+                return sum(pipe.execute())
         except redis.RedisError as exc:
             raise self._fail(exc) from None
 

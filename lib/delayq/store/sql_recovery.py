@@ -5,6 +5,7 @@ Mixed into SqlStore; the same named-query and transaction rules apply.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import InvalidInput
@@ -79,7 +80,9 @@ class RecoveryOps:
     def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float]]:
         with self.tx() as cur:
             cur.execute(self.q("pending_page"), (after_id, limit))
-            return [(row[0], row[1], float(row[2])) for row in cur.fetchall()]
+            packed = cur.fetchone()[0]
+        rows = json.loads(packed) if packed else []
+        return sorted((int(job), queue, float(due)) for job, queue, due in rows)
 
     def statuses(self, ids: list[int]) -> dict[int, str]:
         if not ids:
