@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import statistics
 import subprocess
 import sys
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,7 +141,7 @@ def enqueue(database_url: str, redis_url: str | None, n: int) -> dict:
     w = World(database_url, redis_url)
     try:
         t0 = time.perf_counter()
-        for i in range(n):
+        for _ in range(n):
             w.q.enqueue(NOOP, delay=3600)
         one = n / (time.perf_counter() - t0)
         t0 = time.perf_counter()
@@ -190,8 +188,3 @@ def _pct(values: list[float], p: float) -> float:
         return float("nan")
     k = max(0, min(len(values) - 1, int(round(p / 100 * len(values) + 0.5)) - 1))
     return values[k]
-
-
-def median_of(runs: list[dict], key: str) -> dict:
-    values = [r[key] for r in runs]
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}

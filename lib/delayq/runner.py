@@ -12,7 +12,7 @@ import logging
 import random
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from . import context, ladders, logs
