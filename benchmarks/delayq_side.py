@@ -95,20 +95,15 @@ def peak_rss(pid: int) -> float:
     return 0.0
 
 
-def burst(database_url: str, redis_url: str | None, n: int, backlog: int = 0, incr_url: str | None = None) -> dict:
-    """N no-op jobs due at one moment T; one runner; N / (T -> last outcome committed).
-
-    With `incr_url`, each job does one Redis INCR there: what every peer's benchmark job does.
-    """
+def burst(database_url: str, redis_url: str | None, n: int, backlog: int = 0) -> dict:
+    """N no-op jobs due at one moment T; one runner; N / (T -> last outcome committed)."""
     w = World(database_url, redis_url)
     try:
         extra = {}
         if backlog:
             extra = fill_backlog(w, backlog)
         due = w.q.clock.now() + 2.0 + n / 5000
-        job = {"call": "examples.bench:incr", "args": {"url": incr_url, "key": "{" + w.prefix + "}:done"}} if incr_url \
-            else {"call": NOOP}
-        w.q.enqueue_many({**job, "at": due} for _ in range(n))
+        w.q.enqueue_many({"call": NOOP, "at": due} for _ in range(n))
         if w.q.clock.now() > due:
             raise RuntimeError("enqueue outlasted the lead time: raise it")
         runner = w.runner()

@@ -26,7 +26,7 @@ def job_ready():
 
 
 def job_burst(n):
-    common.mark_burst(_conn(), n)
+    common.mark_burst(_conn(), n, shared=True)   # a work horse per job: no memory across jobs
 
 
 def job_late(due):
