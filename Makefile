@@ -28,7 +28,7 @@ bench: install          ## delayq against RQ, Huey, Dramatiq, Celery, ARQ: table
 	scripts/ensure_services.sh
 	$(PY) benchmarks/bench.py
 
-bench-quick: install    ## the same at N=2000, one run: about a minute
+bench-quick: install    ## N=2000, one run, Huey and Dramatiq only: under a minute
 	scripts/ensure_services.sh
 	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
