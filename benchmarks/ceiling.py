@@ -2,8 +2,8 @@
 
 No delayq code runs in the timed loop: raw redis-py and PyMySQL do, per job, the
 writes delayq's runner does (Lua claim into the in-flight set, UPDATE to running,
-read back the claimed rows, UPDATE to succeeded, INSERT the attempt row, COMMIT,
-ZREM from the in-flight set), batched by 500, and then single-row with
+read back the claimed rows, COMMIT, UPDATE to succeeded, INSERT the attempt row,
+COMMIT, ZREM from the in-flight set), batched by 500, and then single-row with
 autocommit for contrast. delayq's migrate and enqueue only set the tables up.
 """
 
@@ -64,6 +64,8 @@ def _loop(w: World, size: int, count: int) -> float:
                         f"priority, at_most_once, lease_until, on_timeout FROM {jobs} WHERE id IN ({marks}) "
                         f"AND claim_token = %s", [*ids, "t" * 32])
             cur.fetchall()
+            if size > 1:
+                conn.commit()   # delayq commits the start before running the batch: a crash then leaves leases
             end = time.time()
             cur.execute(f"UPDATE {jobs} SET status = 'succeeded', finished_at = %s, updated_at = %s, last_error = NULL, "
                         f"claim_token = NULL, lease_until = NULL, unique_live = NULL WHERE id IN ({marks}) "
