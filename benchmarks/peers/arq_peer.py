@@ -22,8 +22,8 @@ async def job_ready(ctx):
     await common.amark_ready(ctx["redis"])
 
 
-async def job_burst(ctx, n):
-    await common.amark_burst(ctx["redis"], n)
+async def job_burst(ctx, n, i):
+    await common.amark_burst(ctx["redis"], n, i)
 
 
 async def job_late(ctx, due):

@@ -35,8 +35,8 @@ def job_ready():
 
 
 @app.task
-def job_burst(n):
-    common.mark_burst(_conn(), n)
+def job_burst(n, i):
+    common.mark_burst(_conn(), n, i)
 
 
 @app.task

@@ -6,12 +6,13 @@ Imported both by run.py (the driver) and by the peers' workers (through the
 
 Completion is observed from outside the worker, the same way for every peer:
 each job does one Redis command on the benchmark's own Redis db:
-  burst:    the job body does nothing but count. The count is kept in the worker's
-            memory and added to KEY_COUNT every FLUSH jobs, so a burst job costs one
-            round trip per FLUSH jobs (the issue asks for no-op jobs); the job that
-            counts N writes time.time() into KEY_DONE (and the first one writes its
-            start into KEY_FIRST). RQ forks a work horse per job, so its count cannot
-            live in memory: its jobs INCR KEY_COUNT each (shared=True);
+  burst:    job i of N does nothing but count itself. The worker keeps the set of
+            job numbers that ran in memory and adds its runs to KEY_COUNT every FLUSH
+            jobs, so a burst job costs one round trip per FLUSH jobs (the issue asks
+            for no-op jobs); the job that makes N distinct numbers writes time.time()
+            into KEY_DONE (and the first one writes its start into KEY_FIRST); a job
+            run twice leaves KEY_COUNT above N. RQ forks a work horse per job, which
+            keeps no memory: its jobs INCR KEY_COUNT and SADD KEY_SEEN each (shared=True);
   lateness: RPUSH of (start time - due time) onto KEY_LATE;
   ready:    SET KEY_READY (one immediate job, to know the worker is consuming).
 """
@@ -34,6 +35,7 @@ KEY_FIRST = "peerbench:first"
 KEY_DONE = "peerbench:done"
 KEY_LATE = "peerbench:late"
 KEY_READY = "peerbench:ready"
+KEY_SEEN = "peerbench:seen"      # RQ only: the burst job numbers that ran
 
 
 def redis_url() -> str:
@@ -50,34 +52,50 @@ def mark_ready(r) -> None:
 
 
 FLUSH = 100
-_counter = {"count": 0, "unflushed": 0}
+_counter = {"runs": 0, "unflushed": 0}
+_seen: set[int] = set()
 _lock = threading.Lock()
 
 
-def _count_locally(n: int) -> tuple[int, int]:
-    """(this job's number, how many counts to add to KEY_COUNT now): every FLUSH jobs, the first job and
-    every job from the N-th on (so a job run twice still shows in KEY_COUNT)."""
+def _count_locally(n: int, i: int) -> tuple[int, int, int]:
+    """(distinct jobs run so far, runs so far, how many runs to add to KEY_COUNT now). Runs go to KEY_COUNT
+    every FLUSH jobs, at the first job, and at every job once N distinct jobs ran or a job ran again (so a
+    job run twice shows as KEY_COUNT > N, however the runs interleave)."""
     with _lock:
-        _counter["count"] += 1
+        again = i in _seen
+        _seen.add(i)
+        _counter["runs"] += 1
         _counter["unflushed"] += 1
-        count = _counter["count"]
-        if count == 1 or count >= n or _counter["unflushed"] >= FLUSH:
+        distinct, runs = len(_seen), _counter["runs"]
+        if runs == 1 or again or distinct >= n or _counter["unflushed"] >= FLUSH:
             add, _counter["unflushed"] = _counter["unflushed"], 0
-            return count, add
-        return count, 0
+            return distinct, runs, add
+        return distinct, runs, 0
 
 
-def mark_burst(r, n: int, shared: bool = False) -> None:
+def _unflush(add: int) -> None:
+    """The INCRBY failed: keep its counts for the next one."""
+    with _lock:
+        _counter["unflushed"] += add
+
+
+def mark_burst(r, n: int, i: int, shared: bool = False) -> None:
+    """Job i of n ran. The job that makes N distinct jobs writes KEY_DONE; the first writes KEY_FIRST."""
     start = time.time()
-    if shared:
-        count = r.incr(KEY_COUNT)
+    if shared:      # no memory across jobs (RQ): the set of job numbers lives in Redis
+        with r.pipeline(transaction=True) as pipe:
+            runs, _, distinct = pipe.incr(KEY_COUNT).sadd(KEY_SEEN, i).scard(KEY_SEEN).execute()
     else:
-        count, add = _count_locally(n)
+        distinct, runs, add = _count_locally(n, i)
         if add:
-            r.incrby(KEY_COUNT, add)
-    if count == 1:
+            try:
+                r.incrby(KEY_COUNT, add)
+            except Exception:
+                _unflush(add)
+                raise
+    if runs == 1:
         r.set(KEY_FIRST, repr(start))
-    if count == n:
+    if distinct == n and not r.exists(KEY_DONE):
         r.set(KEY_DONE, repr(time.time()))
 
 
@@ -89,14 +107,18 @@ async def amark_ready(r) -> None:
     await r.set(KEY_READY, "1")
 
 
-async def amark_burst(r, n: int) -> None:
+async def amark_burst(r, n: int, i: int) -> None:
     start = time.time()
-    count, add = _count_locally(n)
+    distinct, runs, add = _count_locally(n, i)
     if add:
-        await r.incrby(KEY_COUNT, add)
-    if count == 1:
+        try:
+            await r.incrby(KEY_COUNT, add)
+        except Exception:
+            _unflush(add)
+            raise
+    if runs == 1:
         await r.set(KEY_FIRST, repr(start))
-    if count == n:
+    if distinct == n and not await r.exists(KEY_DONE):
         await r.set(KEY_DONE, repr(time.time()))
 
 

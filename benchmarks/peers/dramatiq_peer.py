@@ -27,8 +27,8 @@ def job_ready():
 
 
 @dramatiq.actor
-def job_burst(n):
-    common.mark_burst(broker.client, n)
+def job_burst(n, i):
+    common.mark_burst(broker.client, n, i)
 
 
 @dramatiq.actor

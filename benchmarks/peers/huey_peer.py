@@ -23,8 +23,8 @@ def job_ready():
 
 
 @huey.task()
-def job_burst(n):
-    common.mark_burst(huey.storage.conn, n)
+def job_burst(n, i):
+    common.mark_burst(huey.storage.conn, n, i)
 
 
 @huey.task()

@@ -25,8 +25,8 @@ def job_ready():
     common.mark_ready(_conn())
 
 
-def job_burst(n):
-    common.mark_burst(_conn(), n, shared=True)   # a work horse per job: no memory across jobs
+def job_burst(n, i):
+    common.mark_burst(_conn(), n, i, shared=True)   # a work horse per job: no memory across jobs
 
 
 def job_late(due):

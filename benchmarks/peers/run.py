@@ -106,7 +106,7 @@ class Run:
     # -- workloads
 
     def enqueue_rate(self, n: int) -> float:
-        items = common.items_relative_due(n, lambda i: (n,), 3600.0, self.deadline)
+        items = common.items_relative_due(n, lambda i: (n, i), 3600.0, self.deadline)
         t0 = time.perf_counter()
         self.mod.enqueue(self.ctx, "burst", items)
         return n / (time.perf_counter() - t0)
@@ -131,7 +131,7 @@ class Run:
             lead = 2.0 + factor * n / calib
             t_due = float(math.ceil(time.time() + lead))  # T on a whole second (RQ stores whole seconds)
             t0 = time.time()
-            self.mod.enqueue(self.ctx, "burst", common.items_fixed_due(n, lambda i: (n,), t_due, self.deadline))
+            self.mod.enqueue(self.ctx, "burst", common.items_fixed_due(n, lambda i: (n, i), t_due, self.deadline))
             t_enqueued = time.time()
             if t_enqueued < t_due:
                 break
