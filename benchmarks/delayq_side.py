@@ -53,20 +53,12 @@ class World:
                                  "--batch", str(BATCH), "--interval", "0.05", "--json", "--quiet"],
                                 env=self.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
-    def wait_succeeded(self, n: int, runner: subprocess.Popen, timeout: float = 900) -> float:
-        """Poll until n jobs succeeded; returns the runner's peak RSS in MB."""
-        peak, deadline = 0.0, time.time() + timeout
-        while self.sql("SELECT COUNT(*) FROM {jobs} WHERE status = 'succeeded'")[0][0] < n:
-            if runner.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"runner stopped or timed out before {n} jobs succeeded")
-            peak = max(peak, peak_rss(runner.pid) or 0.0)
-            time.sleep(0.1)
-        return max(peak, peak_rss(runner.pid) or 0.0)
-
-    def wait_committed(self, due: float, n: int, runner: subprocess.Popen, timeout: float = 900) -> tuple[float, float]:
-        """Poll every 5 ms until no job due by `due` is pending or running, i.e. every outcome is committed
-        (two index lookups on by_due, cheap however many rows the table holds). Returns (that moment on the
-        queue's clock, the runner's peak RSS in MB); the moment is at most one poll late."""
+    def wait_committed(self, due: float, n: int, runner: subprocess.Popen, timeout: float = 900,
+                       interval: float = 0.005) -> tuple[float, float | None]:
+        """Poll every `interval` until no job due by `due` is pending or running, i.e. every outcome is
+        committed (two index lookups on by_due, cheap however many rows the table holds), then check that
+        all n succeeded. Returns (that moment on the queue's clock, the runner's peak RSS in MB); the moment
+        is at most one poll late."""
         ph = self.q.store.placeholder
         query = (f"SELECT 1 FROM {{jobs}} WHERE (status = 'pending' AND queue = 'default' AND due_at <= {ph}) "
                  "OR status = 'running' LIMIT 1")
@@ -76,7 +68,7 @@ class World:
                 raise RuntimeError(f"runner stopped or timed out before {n} jobs were done")
             if time.monotonic() - sampled > 0.1:
                 peak, sampled = max(peak, peak_rss(runner.pid) or 0.0), time.monotonic()
-            time.sleep(0.005)
+            time.sleep(interval)
         done = self.q.clock.now()
         succeeded = self.sql("SELECT COUNT(*) FROM {jobs} WHERE status = 'succeeded'")[0][0]
         if succeeded != n:
@@ -184,7 +176,7 @@ def lateness(database_url: str, redis_url: str | None, rate: int, seconds: float
         per_tick = max(1, round(rate * tick))
         producer = delayq.connect(w.config)
         start = time.monotonic()
-        sent = 0
+        sent, last_due = 0, 0.0
         while sent < rate * seconds:
             target = start + (sent / rate)
             pause = target - time.monotonic()
@@ -192,8 +184,8 @@ def lateness(database_url: str, redis_url: str | None, rate: int, seconds: float
                 time.sleep(pause)
             now = producer.clock.now()
             producer.enqueue_many({"call": NOOP, "at": now + delay + i / rate} for i in range(per_tick))
-            sent += per_tick
-        w.wait_succeeded(sent, runner, timeout=300)
+            sent, last_due = sent + per_tick, now + delay + (per_tick - 1) / rate
+        w.wait_committed(last_due, sent, runner, timeout=300, interval=0.1)
         stop(runner)
         producer.close()
         late = sorted(row[0] * 1000 for row in w.sql(
