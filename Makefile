@@ -4,31 +4,36 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test unit install bench bench-quick chaos clean
+.PHONY: run test unit install wheel bench bench-quick chaos clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed   ## the development venv: delayq installed editable, with the test tools
 
 run: install            ## a short demo on the embedded SQLite default: no server needed
 	$(PY) scripts/demo.py
 
-test: install           ## every test, on real SQLite, MariaDB and Redis (started if stopped)
+wheel: install          ## build the wheel (and sdist) into dist/, to install into an application's venv
+	$(PY) -m build --outdir dist .
+
+test: install           ## every test, on real SQLite, MariaDB and Redis (started if stopped), the installed wheel included
 	scripts/ensure_services.sh
-	$(PY) -m pytest -q $(PYTEST_ARGS) tests
+	@py=$$(scripts/wheel_env.sh) || exit 1; status=0; \
+	DELAYQ_TEST_PYTHON=$$py $(PY) -m pytest -q $(PYTEST_ARGS) tests || status=$$?; \
+	rm -rf "$$(dirname "$$(dirname "$$py")")"; exit $$status
 
 unit: install           ## the unit layer only: no server
 	$(PY) -m pytest -q tests/unit
 
-bench: install          ## delayq against RQ, Huey, Dramatiq, Celery, ARQ: table + benchmarks/results/latest.json
+bench: install          ## delayq against RQ, Huey, Dramatiq, Celery, ARQ: table + benchmarks/results/latest.json (about 60 min; BENCH_LONG=1: 7 more)
 	scripts/ensure_services.sh
 	$(PY) benchmarks/bench.py
 
-bench-quick: install    ## N=2000, one run, Huey and Dramatiq only: under a minute
+bench-quick: install    ## N=2000, one run, Huey and Dramatiq only, cron timing in 15-second minutes: about 3 minutes
 	scripts/ensure_services.sh
 	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
@@ -37,4 +42,4 @@ chaos: install          ## faults injected into real processes and servers; prin
 	$(PY) tests/chaos/chaos.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo.db
+	rm -rf $(VENV) .pytest_cache demo.db build dist lib/*.egg-info

@@ -17,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
 import delayq  # noqa: E402
-from delayq import recovery  # noqa: E402
 from delayq.config import Config  # noqa: E402
+from delayq.store.queries import TABLES  # noqa: E402
 
 PENDING = int(os.environ.get("BENCH_PENDING", "1000000"))
 MYSQL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
@@ -37,7 +37,7 @@ def fill(q, prefix: str, n: int) -> None:
 
 def main() -> None:
     prefix = "benchrc" + secrets.token_hex(3)
-    q = delayq.connect(Config(database_url=MYSQL, redis_url=REDIS, allowed_modules=("examples",), prefix=prefix))
+    q = delayq.open_manager(Config(database_url=MYSQL, redis_url=REDIS, allowed_modules=("examples",), prefix=prefix))
     try:
         q.store.migrate(time.time())
         t0 = time.monotonic()
@@ -45,16 +45,16 @@ def main() -> None:
         print(f"filled {PENDING} pending rows in {time.monotonic() - t0:.1f} s")
         q.index.r.delete(q.index.keys("default")[0])
         t0 = time.monotonic()
-        result = recovery.reconcile(q)
+        result = q.reconcile()
         first = time.monotonic() - t0
         t0 = time.monotonic()
-        again = recovery.reconcile(q)
+        again = q.reconcile()
         second = time.monotonic() - t0
         print(f"reconcile into an empty due set: {result.restored} restored of {result.scanned} scanned in {first:.1f} s")
         print(f"reconcile again (nothing missing): {again.restored} restored, {again.dropped} dropped in {second:.1f} s")
     finally:
         with q.store.tx() as cur:
-            for table in ("jobs", "attempts", "steps", "migrations"):
+            for table in TABLES:
                 cur.execute(f"DROP TABLE IF EXISTS {prefix}_{table}")
         keys = list(q.index.r.scan_iter(match="{" + prefix + ":*"))
         if keys:

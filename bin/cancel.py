@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Cancel pending jobs by business key or id. See --help."""
-import sys
+"""Cancel pending jobs by business key or id: the same as `delayq cancel`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.cancel import main
-
-sys.exit(main())
+raise SystemExit(run("cancel", prog="cancel.py"))

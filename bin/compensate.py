@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Recover lost jobs, rebuild the due index, send alerts. See --help."""
-import sys
+"""Recover jobs of vanished runners, rebuild the due index, send alerts (cron, each minute): the same as `delayq compensate`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.compensate import main
-
-sys.exit(main())
+raise SystemExit(run("compensate", prog="compensate.py"))

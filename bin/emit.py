@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Emit an event: one job per handler. See --help."""
-import sys
+"""Emit an event: one job per handler: the same as `delayq emit`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.emit import main
-
-sys.exit(main())
+raise SystemExit(run("emit", prog="emit.py"))

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Schedule a delayed job. See --help."""
-import sys
+"""Schedule a delayed job, or many from a JSON-lines file: the same as `delayq enqueue`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.enqueue import main
-
-sys.exit(main())
+raise SystemExit(run("enqueue", prog="enqueue_delayed.py"))

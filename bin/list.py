@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""List jobs, newest first. See --help."""
-import sys
+"""List jobs, newest first: the same as `delayq list`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.list import main
-
-sys.exit(main())
+raise SystemExit(run("list", prog="list.py"))

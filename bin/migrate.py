@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Create or upgrade the tables. See --help."""
-import sys
+"""Create or upgrade the tables: the same as `delayq migrate`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.migrate import main
-
-sys.exit(main())
+raise SystemExit(run("migrate", prog="migrate.py"))

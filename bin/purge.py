@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Delete old finished jobs. See --help."""
-import sys
+"""Delete old finished jobs with their history: the same as `delayq purge`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.purge import main
-
-sys.exit(main())
+raise SystemExit(run("purge", prog="purge.py"))

@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Re-run a failed job or step by hand. See --help."""
-import sys
+"""Re-run failed jobs or steps: the same as `delayq retry`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.retry import main
-
-sys.exit(main())
+raise SystemExit(run("retry", prog="retry.py"))

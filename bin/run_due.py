@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Run the due jobs. See --help."""
-import sys
+"""Run the due jobs (cron; --for 55 with bin/loop.sh): the same as `delayq run-due`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.run_due import main
-
-sys.exit(main())
+raise SystemExit(run("run-due", prog="run_due.py"))

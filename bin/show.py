@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Show a job and its attempts. See --help."""
-import sys
+"""Show jobs with their attempts and steps: the same as `delayq show`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.show import main
-
-sys.exit(main())
+raise SystemExit(run("show", prog="show.py"))

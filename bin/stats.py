@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
-"""Per-queue statistics for operators. See --help."""
-import sys
+"""Per-queue statistics: table, JSON or Prometheus textfile: the same as `delayq stats`. See --help."""
+import _path  # noqa: F401  (delayq on the path, this folder off it)
+from delayq.commands import run
 
-import _boot  # noqa: F401  (venv and lib/ on the path)
-from delayq.commands.stats import main
-
-sys.exit(main())
+raise SystemExit(run("stats", prog="stats.py"))

@@ -117,3 +117,83 @@ def poll_payment(trade_no: str, path: str, paid_after: int = 0) -> None:
 def mark_timed_out(path: str, trade_no: str = "", **_: object) -> None:
     """The timeout handler: mark the order as timed out (runs once, as its own job)."""
     _effect(path, "timeout")
+
+
+# -- for the runner's tests and benchmarks (issue 11) -------------------------------------
+@delayq.job
+def span(path: str, seconds: float = 0.2, tag: str = "span") -> None:
+    """Record when it starts and ends, waiting `seconds` in between (overlap is observed, not assumed)."""
+    import time
+
+    start = time.time()
+    time.sleep(seconds)
+    with open(path, "a") as log:
+        log.write(f"{tag} {delayq.current_job().id} {os.getpid()} {start:.6f} {time.time():.6f}\n")
+
+
+@delayq.job
+def wait_ms(ms: float = 20) -> None:
+    """An I/O-bound job: waits `ms` milliseconds as on an upstream call, using no CPU."""
+    import time
+
+    time.sleep(ms / 1000)
+
+
+@delayq.job
+def spin_ms(ms: float = 10) -> None:
+    """A CPU-bound job: computes for `ms` milliseconds, holding the GIL."""
+    import time
+
+    end = time.perf_counter() + ms / 1000
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+
+
+@delayq.job
+def die(path: str) -> None:
+    """A poison pill: ends its own process at once (as os._exit, a segfault or the OOM killer would)."""
+    _effect(path, "die")
+    os._exit(1)
+
+
+@delayq.job
+def raise_system_exit(path: str, code: int = 0) -> None:
+    """Raises SystemExit (a job calling sys.exit): it must fail like any job, not end the runner."""
+    _effect(path, "exit")
+    raise SystemExit(code)
+
+
+@delayq.job(timeout=120)
+def slow(path: str, seconds: float = 50) -> None:
+    """A long job that says so: its own time limit is 120 s."""
+    import time
+
+    _effect(path, "slow")
+    time.sleep(seconds)
+    _effect(path, "slow-done")
+
+
+@delayq.job(at_most_once=True)
+def charge_slowly(path: str, seconds: float = 30) -> None:
+    """Charge, then hang (the gateway never answers): past its time limit its outcome is unknown."""
+    import time
+
+    _effect(path, "charge")
+    time.sleep(seconds)
+
+
+@delayq.job
+class SlowGift:
+    """A multi-step job whose first step hangs."""
+
+    steps = {"reserve": "auto", "notify": "auto"}
+
+    def reserve(self, path: str, seconds: float = 30) -> None:
+        import time
+
+        _effect(path, "reserve")
+        time.sleep(seconds)
+
+    def notify(self, path: str, **_: object) -> None:
+        _effect(path, "notify")

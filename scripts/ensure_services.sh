@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make sure MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) answer, for `make test`.
+# Make sure MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) answer, for `make test`, that faketime is
+# installed, and that headless Chromium and its driver are there for the dashboard's browser tests.
 # Starts a stopped server; on a machine without them, installs them from Debian's
 # packages when run as root with apt-get, else says how. Never stops or flushes anything.
 set -u
@@ -41,6 +42,15 @@ if ! redis_up; then
   wait_for redis_up || { echo "ensure_services: Redis does not answer on 127.0.0.1:$REDIS_PORT. Install it (apt-get install redis-server) and start it: redis-server --daemonize yes --bind 127.0.0.1 --port $REDIS_PORT --save '' --appendonly no" >&2; exit 1; }
 fi
 
+# libfaketime runs the clock-skew chaos scenario's processes 30 s ahead and behind (tests/chaos/scaleout.py).
+if ! command -v faketime >/dev/null; then
+  if can_install; then
+    echo "ensure_services: installing faketime" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
+  fi
+  command -v faketime >/dev/null || { echo "ensure_services: faketime is missing: apt-get install faketime" >&2; exit 1; }
+fi
+
 if ! mysql_up; then
   if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ] && can_install; then
     echo "ensure_services: installing mariadb-server" >&2
@@ -57,4 +67,12 @@ if ! mysql_up; then
     mariadb -uroot -e "CREATE DATABASE IF NOT EXISTS test" 2>/dev/null || true
   fi
 fi
-echo "ensure_services: MariaDB and Redis answer" >&2
+# The browser tests (tests/acceptance/test_web_browser.py) drive Debian's Chromium through its chromedriver.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  if can_install; then
+    echo "ensure_services: installing chromium and chromium-driver" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+  [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { echo "ensure_services: headless Chromium is missing: apt-get install chromium chromium-driver" >&2; exit 1; }
+fi
+echo "ensure_services: MariaDB and Redis answer; Chromium is installed" >&2

@@ -3,6 +3,8 @@
 Each run picks its own table/key prefix and Redis db number, so runs never
 collide; each test cleans up only what it created (no FLUSHDB, no FLUSHALL).
 A server that does not answer fails the test with how to start it: never a skip.
+The Sentinel set and the Cluster (scripts/redis_topology.py) are private: started
+once per session, on first use, and stopped at its end.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import os
 import random
 import secrets
+
+import shutil
 
 import pymysql
 import pytest
@@ -21,18 +25,29 @@ from delayq.index.redis import RedisIndex
 from delayq.manager import Manager
 from delayq.registry import Registry
 from delayq.store import open_store
+from delayq.store.queries import TABLES
 
 RUN = "t" + secrets.token_hex(4)
 REDIS_DB = int(os.environ.get("DELAYQ_TEST_REDIS_DB") or random.randint(1, 15))
 MYSQL_URL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("DELAYQ_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{REDIS_DB}")
 ALLOWED = ("examples",)
-BACKENDS = ["sqlite", "mysql", "mysql+redis"]
+BACKENDS = ["sqlite", "mysql", "mysql+redis", "sqlite+redis"]
+STORES = ["sqlite", "mysql", "mysql8"]       # the Store contract suite (mysql8: MariaDB as MySQL 8 runs it)
+MYSQL8_SQL_MODE = ("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,"
+                   "NO_ENGINE_SUBSTITUTION")   # MySQL 8.0's default sql_mode
+TOPOLOGIES = {"mysql+sentinel": "sentinel", "mysql+cluster": "cluster"}   # private, one each per session
+INDEXES = BACKENDS + list(TOPOLOGIES)        # the DueIndex contract suite: in-database, Redis, Sentinel, Cluster
+REBUILDABLE = [kind for kind in INDEXES if "+" in kind]
+TOPOLOGY_PASSWORD = "node-" + secrets.token_hex(4)
+SENTINEL_PASSWORD = "sentinel-" + secrets.token_hex(4)
+_topologies: dict = {}
 HOW_TO_START = {
     "mysql": "start MariaDB: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd "
              "(or run `make test`, which starts or installs it)",
     "redis": "start Redis: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no "
              "(or run `make test`, which starts or installs it)",
+    "topology": "install redis-server and redis-cli >= 7.0 (apt-get install redis-server; `make test` installs it)",
 }
 _counter = iter(range(1_000_000))
 
@@ -41,7 +56,36 @@ def new_prefix() -> str:
     return f"{RUN}_{next(_counter)}"
 
 
+def topology(kind: str):
+    """The session's private Sentinel set or Cluster for a backend kind, started on first use."""
+    if kind not in _topologies:
+        from scripts.redis_topology import Cluster, Sentinel
+
+        if TOPOLOGIES[kind] == "cluster":
+            _topologies[kind] = Cluster(masters=3, replicas=1, password=TOPOLOGY_PASSWORD)
+        else:
+            _topologies[kind] = Sentinel(password=TOPOLOGY_PASSWORD, sentinel_password=SENTINEL_PASSWORD)
+    return _topologies[kind]
+
+
+def topology_url(kind: str) -> str:
+    t = topology(kind)
+    if TOPOLOGIES[kind] != "sentinel":
+        return t.url
+    return t.url + ("&" if "?" in t.url else "?") + f"sentinel_password={SENTINEL_PASSWORD}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for t in _topologies.values():
+        t.stop()
+    _topologies.clear()
+
+
 def require(service: str) -> None:
+    if service == "topology":
+        if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+            pytest.fail(f"redis-server and redis-cli are needed; {HOW_TO_START['topology']}", pytrace=False)
+        return
     try:
         if service == "mysql":
             from urllib.parse import urlsplit
@@ -54,22 +98,43 @@ def require(service: str) -> None:
         pytest.fail(f"{service} is needed and not answering ({exc}); {HOW_TO_START[service]}", pytrace=False)
 
 
+def mysql8_store(prefix: str):
+    """A MySQLStore on MariaDB held to what MySQL 8 has: its default sql_mode on every connection
+    (ONLY_FULL_GROUP_BY, STRICT_TRANS_TABLES, ...) and no INSERT ... RETURNING (one insert_job a row)."""
+    from delayq.store.mysql import MySQLStore
+
+    class MySQL8Mode(MySQLStore):
+        def _connect(self):
+            conn = super()._connect()
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION sql_mode = %s", (MYSQL8_SQL_MODE,))
+            return conn
+
+        def _supports_returning(self, connection) -> bool:
+            return False
+
+    return MySQL8Mode(MYSQL_URL, prefix)
+
+
 def drop_mysql(prefix: str) -> None:
     from urllib.parse import urlsplit
     u = urlsplit(MYSQL_URL)
     conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
                            password=u.password or "", database=u.path.lstrip("/"))
     with conn.cursor() as cur:
-        for table in ("jobs", "attempts", "steps", "migrations"):
+        for table in TABLES:
             cur.execute("DROP TABLE IF EXISTS `%s_%s`" % (prefix, table))  # our own generated prefix
     conn.close()
 
 
-def drop_redis(prefix: str) -> None:
-    r = redis.Redis.from_url(REDIS_URL)
+def drop_redis(prefix: str, url: str = REDIS_URL) -> None:
+    from delayq.index.redis_client import connect, parse
+
+    r = connect(parse(url))
     keys = [k for pattern in ("{" + prefix + ":*", "{" + prefix + "}:*") for k in r.scan_iter(match=pattern, count=1000)]
-    if keys:
-        r.delete(*keys)
+    for key in keys:          # one at a time: on a cluster the keys live in many slots
+        r.delete(key)
+    r.close()
 
 
 class Backend:
@@ -79,17 +144,30 @@ class Backend:
         self.kind = kind
         self.prefix = new_prefix()
         self.clock = clock
-        self.database_url = f"sqlite:///{tmp_path}/delayq.db" if kind == "sqlite" else MYSQL_URL
-        self.redis_url = REDIS_URL if kind == "mysql+redis" else None
+        self.database_url = f"sqlite:///{tmp_path}/delayq.db" if kind.startswith("sqlite") else MYSQL_URL
+        self.redis_url = REDIS_URL if kind.endswith("+redis") else topology_url(kind) if kind in TOPOLOGIES else None
         self.managers: list[Manager] = []
 
     def manager(self, lease: float = 300.0, redis_url: str | None = None) -> Manager:
         store = open_store(self.database_url, self.prefix)
         url = redis_url or self.redis_url
-        index = RedisIndex(url, self.prefix) if url else StoreIndex(store)
+        index = RedisIndex(url, self.prefix, store) if url else StoreIndex(store)
         m = Manager(store, index, Registry(ALLOWED), self.clock, lease=lease)
         self.managers.append(m)
         return m
+
+    def sql(self, text: str, *params) -> list:
+        """Raw SQL on this backend's tables, as an operator (or an attacker with SQL access) would run it.
+
+        {jobs}/{attempts}/{steps} become the prefixed tables; ? marks a bound parameter on either dialect.
+        """
+        store = self.managers[0].store if self.managers else open_store(self.database_url, self.prefix)
+        text = text.format(jobs=f"{self.prefix}_jobs", attempts=f"{self.prefix}_attempts", steps=f"{self.prefix}_steps")
+        if not self.database_url.startswith("sqlite"):
+            text = text.replace("%", "%%").replace("?", "%s")
+        with store.tx() as cur:
+            cur.execute(text, params)
+            return list(cur.fetchall()) if cur.description else []
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, DELAYQ_DATABASE_URL=self.database_url, DELAYQ_PREFIX=self.prefix,
@@ -102,22 +180,24 @@ class Backend:
     def cleanup(self) -> None:
         for m in self.managers:
             m.close()
-        if self.kind != "sqlite":
+        if not self.database_url.startswith("sqlite"):
             drop_mysql(self.prefix)
         if self.redis_url:
-            drop_redis(self.prefix)
+            drop_redis(self.prefix, self.redis_url)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_backend(kind: str, tmp_path, clock: FakeClock) -> Backend:
-    if kind != "sqlite":
+    if kind.startswith("mysql"):
         require("mysql")
-    if kind == "mysql+redis":
+    if kind.endswith("+redis"):
         require("redis")
+    if kind in TOPOLOGIES:
+        require("topology")
     backend = Backend(kind, tmp_path, clock)
-    if kind != "sqlite":
+    if kind.startswith("mysql"):
         open_store(backend.database_url, backend.prefix).migrate(clock.now())
     return backend
 

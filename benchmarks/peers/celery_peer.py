@@ -1,6 +1,7 @@
 """Celery: tasks sent with task.apply_async(args, countdown=seconds) over the Redis
 broker, run by one `celery worker -P solo -c 1` (the worker receives ETA tasks
-at once and holds them in memory until their eta)."""
+at once and holds them in memory until their eta). For the issue-11 workloads:
+`-P threads -c N`, or a bare `celery worker` (its defaults: prefork, one process per core)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,19 @@ def job_late(due):
     common.mark_late(_conn(), due)
 
 
+@app.task
+def job_wait(n, i, ms, shared):
+    common.wait_then_mark(_conn(), n, i, ms, shared)
+
+
+@app.task
+def job_mixed(due, slow_ms):
+    common.mark_mixed(_conn(), due, slow_ms)
+
+
+TASKS = {"burst": job_burst, "late": job_late, "wait": job_wait, "mixed": job_mixed}
+
+
 # ---- driver side
 
 def connect(redis_url):
@@ -54,13 +68,18 @@ def enqueue(a, kind, items):
     if kind == "ready":
         job_ready.delay()
         return
-    task = job_burst if kind == "burst" else job_late
+    task = TASKS[kind]
     for args, due_at in items:
         task.apply_async(args=args, countdown=due_at - time.time())
 
 
-def worker_argv(bin_dir, redis_url, verbose):
-    argv = [f"{bin_dir}/celery", "-A", "celery_peer", "worker", "-P", "solo", "-c", "1"]
+def worker_argv(bin_dir, redis_url, verbose, threads=None):
+    """threads None: -P solo -c 1; N: -P threads -c N; "defaults": neither flag (prefork, one process per core)."""
+    argv = [f"{bin_dir}/celery", "-A", "celery_peer", "worker"]
+    if threads is None:
+        argv += ["-P", "solo", "-c", "1"]
+    elif threads != "defaults":
+        argv += ["-P", "threads", "-c", str(threads)]
     if verbose:
         argv += ["-l", "INFO"]
     return argv  # default log level: WARNING

@@ -14,6 +14,11 @@ each job does one Redis command on the benchmark's own Redis db:
             run twice leaves KEY_COUNT above N. RQ forks a work horse per job, which
             keeps no memory: its jobs INCR KEY_COUNT and SADD KEY_SEEN each (shared=True);
   lateness: RPUSH of (start time - due time) onto KEY_LATE;
+  wait:     (issue 11) sleeps `ms` milliseconds, as a job waiting on an upstream, then counts itself as
+            burst does; with shared=True (a worker of several processes: its counts cannot be pooled in
+            one process's memory) it counts in Redis, as RQ's jobs do;
+  mixed:    (issue 11) an ordinary job RPUSHes its lateness onto KEY_LATE as a lateness job does; a slow
+            one (one in `every`) sleeps `slow_ms` first, then RPUSHes its own lateness onto KEY_SLOW;
   ready:    SET KEY_READY (one immediate job, to know the worker is consuming).
 """
 
@@ -36,6 +41,7 @@ KEY_DONE = "peerbench:done"
 KEY_LATE = "peerbench:late"
 KEY_READY = "peerbench:ready"
 KEY_SEEN = "peerbench:seen"      # RQ only: the burst job numbers that ran
+KEY_SLOW = "peerbench:slow"      # mixed: lateness of the slow jobs, pushed when they end
 
 
 def redis_url() -> str:
@@ -101,6 +107,27 @@ def mark_burst(r, n: int, i: int, shared: bool = False) -> None:
 
 def mark_late(r, due: float) -> None:
     r.rpush(KEY_LATE, repr(time.time() - due))
+
+
+def wait_then_mark(r, n: int, i: int, ms: float, shared: bool) -> None:
+    """An I/O-bound job: waits `ms` as on an upstream call (using no CPU), then counts itself."""
+    time.sleep(ms / 1000.0)
+    mark_burst(r, n, i, shared=shared)
+
+
+def is_slow(i: int, every: int) -> bool:
+    """Job i of a mixed stream is a slow one: one in `every`, the first in the middle of the first `every`."""
+    return every > 0 and i % every == every // 2
+
+
+def mark_mixed(r, due: float, slow_ms: float) -> None:
+    """An ordinary job records its lateness at once; a slow one takes slow_ms, then records its own apart."""
+    if not slow_ms:
+        mark_late(r, due)
+        return
+    late = time.time() - due
+    time.sleep(slow_ms / 1000.0)
+    r.rpush(KEY_SLOW, repr(late))
 
 
 async def amark_ready(r) -> None:
@@ -174,9 +201,10 @@ def items_relative_due(n: int, args_of, delay: float, deadline: Deadline | None 
         yield args_of(i), time.time() + delay
 
 
-def items_paced(n: int, rate: float, delay: float, stats: dict, deadline: Deadline | None = None) -> Iterator[tuple[tuple, float]]:
+def items_paced(n: int, rate: float, delay: float, stats: dict, deadline: Deadline | None = None,
+                args_of=lambda i, due: (due,)) -> Iterator[tuple[tuple, float]]:
     """A steady stream: job i is enqueued at start + i/rate and is due `delay` s after
-    its enqueue; its due time is also its argument. Records the achieved pacing."""
+    its enqueue; its due time is also its (first) argument. Records the achieved pacing."""
     start = time.time() + 0.05
     behind = 0.0
     for i in range(n):
@@ -190,7 +218,7 @@ def items_paced(n: int, rate: float, delay: float, stats: dict, deadline: Deadli
             deadline.check("enqueue stream")
         due = time.time() + delay
         stats["last_due"] = due
-        yield (due,), due
+        yield args_of(i, due), due
     stats["stream_s"] = time.time() - start
     stats["max_behind_s"] = behind
 

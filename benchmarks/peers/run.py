@@ -8,6 +8,10 @@ Run with the peers' virtualenv (benchmarks/peers/setup.sh makes it):
     $PY benchmarks/peers/run.py --redis-url ... --workload enqueue [--n 20000]
     $PY benchmarks/peers/run.py --redis-url ... --workload lateness [--rate 1000 --n 30000 --delay 1]
         [--peers rq,huey,dramatiq,celery,arq] [--timeout 300] [--verbose-workers] [--log-dir DIR]
+    # issue 11, Huey, Dramatiq and Celery only; --threads N (one process of N threads) or "defaults":
+    $PY benchmarks/peers/run.py --redis-url ... --workload wait --threads 8 [--n 2000 --ms 20]
+    $PY benchmarks/peers/run.py --redis-url ... --workload mixed --threads 8 [--rate 500 --n 15000
+        --slow-every 500 --slow-ms 2000]
 
 Prints one JSON object per peer per line on stdout, e.g.
     {"peer": "rq", "workload": "burst", "n": 20000, "jobs_per_s": 2400.5, "seconds": 8.3, ...}
@@ -40,7 +44,9 @@ if HERE not in sys.path:
 import common  # noqa: E402
 
 PEERS = ("rq", "huey", "dramatiq", "celery", "arq")
-DEFAULT_N = {"burst": 20000, "enqueue": 20000, "lateness": 30000}
+THREADED = ("huey", "dramatiq", "celery")     # the peers of the issue-11 workloads (a thread pool per worker)
+WORKLOADS = ("burst", "enqueue", "lateness", "wait", "mixed")
+DEFAULT_N = {"burst": 20000, "enqueue": 20000, "lateness": 30000, "wait": 2000, "mixed": 15000}
 
 
 # ------------------------------------------------------------------ one peer (child process)
@@ -74,7 +80,10 @@ class Run:
 
     def start_worker(self) -> None:
         bin_dir = os.path.dirname(sys.executable)
-        argv = self.mod.worker_argv(bin_dir, self.args.redis_url, self.args.verbose_workers)
+        if self.args.threads is None:
+            argv = self.mod.worker_argv(bin_dir, self.args.redis_url, self.args.verbose_workers)
+        else:
+            argv = self.mod.worker_argv(bin_dir, self.args.redis_url, self.args.verbose_workers, self.args.threads)
         env = dict(os.environ)
         env[common.REDIS_URL_ENV] = self.args.redis_url
         env["PYTHONPATH"] = HERE + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -101,7 +110,10 @@ class Run:
                 pass
 
     def base(self) -> dict:
-        return {"peer": self.name, "workload": self.args.workload, "version": self.version()}
+        out = {"peer": self.name, "workload": self.args.workload, "version": self.version()}
+        if self.args.threads is not None:
+            out["threads"] = self.args.threads
+        return out
 
     # -- workloads
 
@@ -120,6 +132,17 @@ class Run:
 
     def run_burst(self) -> dict:
         n = self.args.n
+        return self.due_at_once("burst", lambda i: (n, i))
+
+    def run_wait(self) -> dict:
+        """N jobs due at T that each wait --ms (issue 11); counted in Redis when the worker may be several
+        processes (--threads defaults), in the worker's memory otherwise, as burst does."""
+        n, ms, shared = self.args.n, self.args.ms, self.args.threads == "defaults"
+        return {**self.due_at_once("wait", lambda i: (n, i, ms, shared)), "ms": ms, "counted_in_redis": shared}
+
+    def due_at_once(self, kind: str, args_of) -> dict:
+        """N jobs of `kind` due at one moment T (job i's arguments: args_of(i)); N / (T -> the last one ran)."""
+        n = self.args.n
         # calibrate the enqueue rate (no worker yet, after a warm-up), so that T leaves
         # room for the whole enqueue
         self.enqueue_rate(100)
@@ -131,7 +154,7 @@ class Run:
             lead = 2.0 + factor * n / calib
             t_due = float(math.ceil(time.time() + lead))  # T on a whole second (RQ stores whole seconds)
             t0 = time.time()
-            self.mod.enqueue(self.ctx, "burst", common.items_fixed_due(n, lambda i: (n, i), t_due, self.deadline))
+            self.mod.enqueue(self.ctx, kind, common.items_fixed_due(n, args_of, t_due, self.deadline))
             t_enqueued = time.time()
             if t_enqueued < t_due:
                 break
@@ -204,6 +227,38 @@ class Run:
                 "max_ms": round(ms[-1], 1), "min_ms": round(ms[0], 1),
                 "early": sum(1 for v in ms if v < 0), "worker_peak_rss_mb": rss}
 
+    def run_mixed(self) -> dict:
+        """A steady stream (--rate for --n jobs, each due --delay after its enqueue) where one job in
+        --slow-every takes --slow-ms (issue 11): the lateness of the other jobs, and of the slow ones apart."""
+        n, rate, delay, every, slow_ms = self.args.n, self.args.rate, self.args.delay, self.args.slow_every, \
+            self.args.slow_ms
+        slow = sum(1 for i in range(n) if common.is_slow(i, every))
+        self.start_worker()
+        stats: dict = {}
+        items = common.items_paced(n, rate, delay, stats, self.deadline,
+                                   args_of=lambda i, due: (due, slow_ms if common.is_slow(i, every) else 0))
+        self.mod.enqueue(self.ctx, "mixed", items)
+        after_stream = common.Deadline(self.args.timeout, f"within {self.args.timeout:.0f} s of the stream's end")
+        try:
+            common.wait_for(lambda: self.r.llen(common.KEY_LATE) >= n - slow and self.r.llen(common.KEY_SLOW) >= slow,
+                            after_stream, f"{n} jobs to run", self.worker, interval=0.05)
+        except TimeoutError as e:
+            ms = sorted(float(v) * 1000.0 for v in self.r.lrange(common.KEY_LATE, 0, -1))
+            fields = {"n": n, "rate": rate, "completed": len(ms) + self.r.llen(common.KEY_SLOW)}
+            if ms and len(ms) < n - slow:   # an ordinary job not yet run is due by the last due time, starts after now
+                ms = sorted(ms + [(time.time() - stats["last_due"]) * 1000.0] * (n - slow - len(ms)))
+                fields["p99_ms_at_least"] = round(common.percentile(ms, 99), 1)
+            raise Partial(str(e), fields) from None
+        rss = self.worker.peak_rss_mb()
+        ms = sorted(float(v) * 1000.0 for v in self.r.lrange(common.KEY_LATE, 0, -1))
+        slow_ms_late = sorted(float(v) * 1000.0 for v in self.r.lrange(common.KEY_SLOW, 0, -1))
+        return {**self.base(), "n": n, "rate": rate, "delay_s": delay, "slow": slow, "slow_ms": slow_ms,
+                "achieved_rate": round(n / stats["stream_s"], 1),
+                "enqueue_max_behind_ms": round(stats["max_behind_s"] * 1000, 1),
+                "p50_ms": round(common.percentile(ms, 50), 1), "p99_ms": round(common.percentile(ms, 99), 1),
+                "max_ms": round(ms[-1], 1), "slow_max_ms": round(slow_ms_late[-1], 1) if slow_ms_late else None,
+                "worker_peak_rss_mb": rss}
+
 
 class Stop(Exception):
     pass
@@ -218,6 +273,8 @@ def child_main(args) -> int:
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="peerbench-")
     run = None
     try:
+        if args.workload in ("wait", "mixed") and args.one not in THREADED:
+            raise RuntimeError(f"the {args.workload} workload is measured for {', '.join(THREADED)} only")
         run = Run(args, args.one, log_dir)
         result = getattr(run, f"run_{args.workload}")()
     except (Exception, Stop, KeyboardInterrupt) as e:
@@ -244,7 +301,7 @@ def run_peer(args, peer: str, argv_rest: list[str]) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--one", peer] + argv_rest
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # setup and enqueue (bounded by --timeout), the lateness stream, then the wait (--timeout)
-    limit = 2 * args.timeout + (args.n / args.rate if args.workload == "lateness" else 0) + 120
+    limit = 2 * args.timeout + (args.n / args.rate if args.workload in ("lateness", "mixed") else 0) + 120
     try:
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -267,14 +324,21 @@ def run_peer(args, peer: str, argv_rest: list[str]) -> dict:
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--redis-url", required=True, help="a private Redis db, FLUSHDB'd between peers")
-    p.add_argument("--workload", required=True, choices=("burst", "enqueue", "lateness"))
-    p.add_argument("--n", type=int, help="jobs (default: burst/enqueue 20000, lateness 30000)")
+    p.add_argument("--workload", required=True, choices=WORKLOADS)
+    p.add_argument("--n", type=int, help="jobs (default: burst/enqueue 20000, lateness 30000, wait 2000, "
+                                          "mixed 15000)")
     p.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
     p.add_argument("--rate", type=float, default=1000.0, help="lateness: jobs enqueued per second (default 1000)")
     p.add_argument("--delay", type=float, default=1.0, help="lateness: each job is due this long after its enqueue")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds a peer may take to enqueue, and to run the jobs from T or from the end "
                         "of the lateness stream (default 300)")
+    p.add_argument("--threads", type=_threads,
+                   help="wait/mixed: one worker process of N threads, or 'defaults' (the worker's own defaults); "
+                        "unset: the one-process mode of burst/enqueue/lateness")
+    p.add_argument("--ms", type=float, default=20.0, help="wait: milliseconds each job waits (default 20)")
+    p.add_argument("--slow-every", type=int, default=500, help="mixed: one job in this many is slow (default 500)")
+    p.add_argument("--slow-ms", type=float, default=2000.0, help="mixed: milliseconds a slow job takes (default 2000)")
     p.add_argument("--verbose-workers", action="store_true",
                    help="keep each worker's default logging (default: per-job log lines off)")
     p.add_argument("--log-dir", help="keep the workers' logs here (default: a temporary dir, removed)")
@@ -284,7 +348,17 @@ def parse(argv):
         args.n = DEFAULT_N[args.workload]
     if args.n < 1 or args.rate <= 0 or args.delay < 0:
         p.error("--n and --rate must be positive, --delay not negative")
+    if args.workload in ("wait", "mixed") and args.threads is None:
+        p.error(f"--workload {args.workload} needs --threads N or --threads defaults")
     return args
+
+
+def _threads(text: str):
+    if text == "defaults":
+        return text
+    if not text.isdigit() or not 1 <= int(text) <= 1024:
+        raise argparse.ArgumentTypeError("a number of threads from 1 to 1024, or 'defaults'")
+    return int(text)
 
 
 def main(argv=None) -> int:
@@ -300,7 +374,10 @@ def main(argv=None) -> int:
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)
     rest = ["--redis-url", args.redis_url, "--workload", args.workload, "--n", str(args.n),
-            "--rate", str(args.rate), "--delay", str(args.delay), "--timeout", str(args.timeout)]
+            "--rate", str(args.rate), "--delay", str(args.delay), "--timeout", str(args.timeout),
+            "--ms", str(args.ms), "--slow-every", str(args.slow_every), "--slow-ms", str(args.slow_ms)]
+    if args.threads is not None:
+        rest += ["--threads", str(args.threads)]
     if args.verbose_workers:
         rest.append("--verbose-workers")
     if args.log_dir:

@@ -1,8 +1,9 @@
-"""Wiring: from a Config to a ready Manager (store, index, registry, clock)."""
+"""Wiring: from a Config to a ready Manager (store, index, registry, clock), and the application's Client."""
 
 from __future__ import annotations
 
 from . import config as config_mod
+from .client import Client
 from .clock import Clock, ServerClock, SystemClock
 from .config import Config
 from .index import open_index
@@ -11,22 +12,44 @@ from .registry import Registry
 from .store import open_store
 
 
-def connect(config: Config | None = None, clock: Clock | None = None) -> Manager:
+def open_manager(config: Config | None = None, clock: Clock | None = None) -> Manager:
     """A Manager for `config` (default: the environment and .env). Connects lazily."""
     config = config or config_mod.load()
-    store = open_store(config.database_url, config.prefix)
-    index = open_index(config.redis_url, config.prefix, store)
+    store = open_store(config.database_url, config.prefix, config.db_timeout)
+    index = open_index(config.redis_url, config.prefix, store, socket_timeout=config.redis_timeout,
+                       connect_timeout=config.redis_timeout, failover_wait=config.redis_failover_wait)
     if clock is None:
-        # One clock for every runner: Redis's when it holds the index, else the database's.
-        clock = SystemClock() if config.database_url.startswith("sqlite") and not config.redis_url else ServerClock(index.server_time)
+        clock = default_clock(config, store, index)
     return Manager(store, index, Registry(config.allowed_modules), clock, lease=config.lease,
                    queues=config.queues, event_modules=config.event_modules)
 
 
+def open_ready(config: Config | None = None, clock: Clock | None = None) -> Manager:
+    """A Manager whose store and index were just proven usable (Manager.check_ready): for commands that write,
+    so a wrong password, a missing database or unmigrated tables stop them before anything is written."""
+    manager = open_manager(config, clock)
+    manager.check_ready()
+    return manager
+
+def default_clock(config: Config, store, index) -> Clock:
+    """One clock for every host: the database's on MySQL (the rows' due times and leases are compared
+    against it; a Cluster has a TIME per node, a Sentinel failover moves it). SQLite lives on one host:
+    its clock, or Redis TIME when Redis holds the index (as before)."""
+    if not config.database_url.startswith("sqlite"):
+        return ServerClock(store.server_time)
+    return ServerClock(index.server_time) if config.redis_url else SystemClock()
+
+
+def connect(config: Config | None = None, clock: Clock | None = None) -> Client:
+    """The application's client (settings from the environment / .env): share it across threads; a context manager."""
+    return Client(open_manager(config, clock))
+
+
 def alerter(config: Config):
-    """The configured Alerter, or None when DELAYQ_ALERT_WEBHOOK is unset."""
+    """The configured Alerter, or None when DELAYQ_ALERT_WEBHOOK is unset; ConfigError for a bad alert setting."""
     if not config.alert_webhook:
         return None
     from .alerts import Alerter
 
-    return Alerter(config.alert_webhook, config.alert_kind, config.alert_secret, config.alert_tag)
+    return Alerter(config.alert_webhook, config.alert_kind, config.alert_secret, config.alert_tag,
+                   timeout=config.alert_timeout, prefix=config.prefix)

@@ -1,21 +1,24 @@
-"""What every script shares: the error boundary, the parser, output and logging.
+"""What every command shares: the error boundary, the parser, output, logging, the import path.
 
-A script parses, loads config, calls one manager verb and returns an exit code;
-problems go to stderr as one line, results to stdout (one JSON object with --json).
+A command module (delayq/commands/*.py) has `build_parser(prog)` and `execute(args, settings)`:
+it parses, calls manager verbs and returns an exit code. `run` wraps it in the one error
+boundary: problems go to stderr as one line with a named exit code, results to stdout
+(one JSON object with --json).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
+import math
 import os
 import sys
 from datetime import datetime
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Sequence
 
-from . import logs
+from . import config, logs
 from .errors import EXIT_RUNTIME, EXIT_USAGE, DelayqError
 
 EXIT_INTERRUPTED = 130
@@ -25,6 +28,7 @@ class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = " ".join(message.splitlines())     # an argument may hold a newline: still one line
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -36,46 +40,90 @@ def parser(prog: str, description: str, verbose: bool = False) -> Parser:
     return p
 
 
-def boundary(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
-    """The one error boundary of a script: a one-line cause on stderr and a named exit code."""
+def debug() -> bool:
+    """DELAYQ_DEBUG=1 (or true/yes) shows an internal error's traceback; 0, false, no or unset do not."""
+    return os.environ.get("DELAYQ_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
 
-    def wrap(main: Callable[..., int]) -> Callable[..., int]:
-        @functools.wraps(main)
-        def run(argv: list[str] | None = None) -> int:
-            try:
-                return main(argv) or 0
-            except DelayqError as exc:
-                print(f"{prog}: error: {exc}", file=sys.stderr)
-                return exc.exit_code
-            except KeyboardInterrupt:
-                print(f"{prog}: interrupted", file=sys.stderr)
-                return EXIT_INTERRUPTED
-            except Exception as exc:  # a bug: still one line, the traceback only on request
-                if os.environ.get("DELAYQ_DEBUG"):
-                    raise
-                print(f"{prog}: internal error: {type(exc).__name__}: {exc} (set DELAYQ_DEBUG=1 for the traceback)",
-                      file=sys.stderr)
-                return EXIT_RUNTIME
 
-        return run
+def run(command: ModuleType, argv: Sequence[str] | None, prog: str) -> int:
+    """Parse, load the settings, put the application on the import path, execute: the one error boundary."""
+    try:
+        args = command.build_parser(prog).parse_args(argv)
+        args.prog = prog
+        settings = config.load()
+        use_app_path(settings.app_path)
+        return command.execute(args, settings) or 0
+    except DelayqError as exc:
+        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: still one line, the traceback only on request
+        if debug():
+            raise
+        print(f"{prog}: internal error: {type(exc).__name__}: {one_line(exc)} (set DELAYQ_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return EXIT_RUNTIME
 
-    return wrap
+
+def one_line(exc: BaseException) -> str:
+    """The message on one line, whatever a driver or a quoted input put in it: cron mails one line per problem."""
+    return " ".join(str(exc).splitlines())
+
+
+def use_app_path(dirs: Sequence[str]) -> None:
+    """The application's directories go after the installed packages: an app file named redis.py shadows nothing."""
+    for folder in dirs:
+        folder = os.path.abspath(folder)
+        if folder not in (os.path.abspath(p or ".") for p in sys.path):
+            sys.path.append(folder)
 
 
 def setup_logging(verbose: bool, fmt: str = "kv") -> None:
-    """Scripts log to stderr, key=value or JSON (DELAYQ_LOG_FORMAT): warnings always, details when verbose."""
+    """Commands log to stderr, key=value or JSON (DELAYQ_LOG_FORMAT): warnings always, details when verbose."""
     logs.setup(logging.INFO if verbose else logging.WARNING, fmt)
 
 
-def when(t: float | None) -> str | None:
-    """Epoch seconds as local ISO-8601 with its offset (what an operator reads)."""
+def when(t: Any) -> str | None:
+    """Epoch seconds as local ISO-8601 with its offset (what an operator reads; naive input means the same zone).
+
+    A value no datetime can hold (a row edited by hand: 1e300, inf, text in SQLite's REAL column) is shown
+    as itself, marked out of range: a display never fails on what it displays.
+    """
     if t is None:
         return None
-    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="milliseconds")
+    try:
+        return datetime.fromtimestamp(float(t)).astimezone().isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError, TypeError):
+        return out_of_range(t)
+
+
+def out_of_range(value: Any) -> str:
+    return f"{repr(value)[:60]} (out of range)"
+
+
+def number(value: Any) -> float:
+    """A stored number as a float; what is not one (text edited into a REAL column) becomes nan."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def finite(data: Any) -> Any:
+    """The data with every inf or nan float replaced by its text marked out of range: JSON has no inf."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return out_of_range(data)
+    if isinstance(data, dict):
+        return {key: finite(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(value) for value in data]
+    return data
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     if getattr(args, "json", False):
-        print(json.dumps(data, ensure_ascii=False, default=str))
+        print(json.dumps(finite(data), ensure_ascii=False, default=str))
     else:
         print(text)

@@ -1,9 +1,13 @@
 """The clock: every comparison of due times and leases reads `now` from here.
 
 A pass reads `now` once and passes it down (into SQL parameters and Lua ARGV).
-Runners on several hosts must agree on time, so the production clock follows a
-server's clock (Redis TIME or the database's NOW()): it measures the offset to
-that server now and then, and adds it to the local monotonic-backed time.
+Runners, compensate and the enqueuing clients on several hosts must agree on time,
+whatever each host's own clock says, so the production clock is a server's: the
+database's (`SELECT UNIX_TIMESTAMP(NOW(6))`) with MySQL, the one clock that the rows'
+due times and leases are compared against. A Cluster has one TIME per node and a
+Sentinel failover moves TIME to another host, so Redis is the clock only beside SQLite.
+ServerClock reads the server once per pass (sync, at most once a second) and in between adds
+the time elapsed on this host's monotonic clock, so a host whose wall clock is off, or stepped, agrees.
 Tests replace the clock with FakeClock, never time.time.
 """
 
@@ -17,6 +21,9 @@ class Clock(Protocol):
     def now(self) -> float:
         """Seconds since the epoch, as agreed by every runner."""
 
+    def sync(self) -> float:
+        """Read the clock's source again (once per pass), then return now()."""
+
     def sleep(self, seconds: float) -> None:
         """Wait; FakeClock advances instead."""
 
@@ -27,33 +34,45 @@ class SystemClock:
     def now(self) -> float:
         return time.time()
 
+    def sync(self) -> float:
+        return self.now()
+
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
 
 
 class ServerClock(SystemClock):
-    """This host's clock corrected by its offset to a server's clock.
+    """A server's clock: read by sync() and at least every `refresh` seconds, extrapolated in between.
 
-    `source` returns the server's time in epoch seconds; it is asked again
-    after `refresh` seconds, so one pass costs no extra round trip.
+    `source` returns the server's time in epoch seconds. Between reads, now() is the last
+    reading plus the monotonic time elapsed since (taken at the middle of the round trip),
+    so this host's wall clock never enters: off by 30 s, or stepped by NTP, it changes nothing.
+    sync() reads again only if the last reading is `min_interval` seconds old: a runner's
+    passes come back to back in a burst, and a second of monotonic time drifts by microseconds.
     """
 
-    def __init__(self, source: Callable[[], float], refresh: float = 30.0):
+    def __init__(self, source: Callable[[], float], refresh: float = 30.0, min_interval: float = 1.0):
         self._source = source
         self._refresh = refresh
-        self._offset = 0.0
-        self._measured_at = float("-inf")
+        self._min_interval = min_interval
+        self._server = 0.0
+        self._read_at = float("-inf")     # monotonic time of the last reading
+
+    def sync(self) -> float:
+        if time.monotonic() - self._read_at < self._min_interval:
+            return self.now()
+        before = time.monotonic()
+        server = self._source()
+        after = time.monotonic()
+        self._server, self._read_at = server, (before + after) / 2
+        return self.now()
 
     def now(self) -> float:
-        local = time.monotonic()
-        if local - self._measured_at >= self._refresh:
-            before = time.time()
-            server = self._source()
-            after = time.time()
-            self._offset = server - (before + after) / 2
-            self._measured_at = local
-        return time.time() + self._offset
+        elapsed = time.monotonic() - self._read_at
+        if elapsed >= self._refresh:
+            return self.sync()
+        return self._server + elapsed
 
 
 class FakeClock:
@@ -63,6 +82,9 @@ class FakeClock:
         self.t = float(start)
 
     def now(self) -> float:
+        return self.t
+
+    def sync(self) -> float:
         return self.t
 
     def sleep(self, seconds: float) -> None:

@@ -1,33 +1,62 @@
 """Configuration from the environment, with a .env file filling the gaps.
 
 Settings (the environment wins over .env):
-  DELAYQ_DATABASE_URL     mysql://user:pass@host:3306/db or sqlite:///path.db
+  DELAYQ_DATABASE_URL     mysql://user:pass@host:3306/db or sqlite:///relative.db, sqlite:////absolute.db
                           (default sqlite:///delayq.db in the working directory)
-  DELAYQ_REDIS_URL        redis://host:6379/0; unset = due index in the database
+  DELAYQ_APP_PATH         directories where the scripts find the application's job modules, after the
+                          installed packages (os.pathsep-separated; default: the working directory)
+  DELAYQ_REDIS_URL        redis://host:6379/0, redis+sentinel://:pw@host1:26379,host2:26379/mymaster/0 or
+                          redis+cluster://:pw@host1:7000,host2:7001 (rediss... for TLS); unset = due index in the database
+  DELAYQ_REDIS_FAILOVER_WAIT  seconds a Redis call keeps retrying through a failover (default 30 for Sentinel and
+                          Cluster, 0 for one server); size it to a few node timeouts
   DELAYQ_ALLOWED_MODULES  comma-separated module prefixes a job may name
   DELAYQ_PREFIX           table and key prefix (default "delayq")
-  DELAYQ_LEASE            seconds a claimed job may run before it counts as lost (default 300)
+  DELAYQ_LEASE            seconds after which the jobs of a runner that died count as lost (default 300; a live
+                          runner keeps the leases of the jobs it runs)
+  DELAYQ_TIMEOUT          seconds an attempt may run before it is stopped and counted as failed (default 30)
+  DELAYQ_CONCURRENCY      jobs a runner process runs at once (default 16)
+  DELAYQ_HEARTBEAT        seconds between a runner's heartbeats (default 5; three missed: it counts as stopped)
+  DELAYQ_DB_TIMEOUT       seconds any one wait on MySQL may take: connecting, sending, each answer (default 20)
+  DELAYQ_REDIS_TIMEOUT    seconds any one wait on Redis may take: connecting, each command (default 10)
   DELAYQ_QUEUES           per-queue defaults as JSON, e.g. {"sms": {"ladder": "15,30,60", "max_attempts": 4},
-                          "report": {"lease": 3600}}; keys: ladder, max_attempts, lease, priority
+                          "report": {"lease": 3600}}; keys: ladder, max_attempts, lease, timeout, priority, concurrency
   DELAYQ_EVENT_MODULES    modules whose @delayq.on handlers emit() may create jobs for (under the allowed modules)
   DELAYQ_LOG_FORMAT       kv (default: key=value lines) or json
   DELAYQ_ALERT_WEBHOOK    where alerts for jobs that failed for good are POSTed (unset: no alerts)
   DELAYQ_ALERT_KIND       feishu, slack or json (default json)
   DELAYQ_ALERT_SECRET     Feishu signing secret (optional)
   DELAYQ_ALERT_TAG        a word naming this environment in alerts, e.g. prod
+  DELAYQ_ALERT_TIMEOUT    seconds one alert delivery may take in all, 1-50 (default 10)
+  DELAYQ_WEB_PASSWORD     the web dashboard's password (also its bearer token); required to listen on any address
+                          but loopback (`delayq web --listen 0.0.0.0:8080`); never shown in a page, log or message
+
+The alert settings are checked when compensate builds its alerter (delayq.app.alerter),
+after its recovery: a bad alert setting exits 2 but never blocks job processing or recovery.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 DEFAULT_DATABASE_URL = "sqlite:///delayq.db"
 PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+# A host is an IP literal or an ASCII DNS name: anything else fails inside the drivers (IDNA, NUL) as a bug would.
+HOST_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$")
+# Every wait on a server is bounded (docs/RELIABILITY.md, "Hostile input and hostile neighbours"). A paused
+# MySQL then ends a script after about DB_TIMEOUT s, a paused Redis after about REDIS_TIMEOUT s: both well
+# inside the cron minute, while a legitimate statement (a stats scan, a purge page) has 20 s to answer.
+DEFAULT_DB_TIMEOUT = 20.0
+DEFAULT_REDIS_TIMEOUT = 10.0
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+TIMEOUT_RANGE = (1.0, 3600.0)
+LEASE_RANGE = (1.0, 7 * 86400.0)
+REDIS_URL_TIMEOUTS = ("socket_timeout", "socket_connect_timeout")
 
 
 @dataclass(frozen=True)
@@ -37,33 +66,40 @@ class Config:
     allowed_modules: tuple[str, ...] = field(default_factory=tuple)
     prefix: str = "delayq"
     lease: float = 300.0
+    timeout: float = 30.0
+    concurrency: int | None = None
+    heartbeat: float = 5.0
+    db_timeout: float = DEFAULT_DB_TIMEOUT
+    redis_timeout: float = DEFAULT_REDIS_TIMEOUT
     queues: dict[str, dict] = field(default_factory=dict)
     event_modules: tuple[str, ...] = field(default_factory=tuple)
     alert_webhook: str | None = field(default=None, repr=False)
     alert_kind: str = "json"
     alert_secret: str | None = field(default=None, repr=False)
     alert_tag: str = ""
+    alert_timeout: str | None = None      # as given: delayq.alerts.timeout_seconds checks it
     log_format: str = "kv"
+    app_path: tuple[str, ...] = field(default_factory=tuple)
+    redis_failover_wait: float | None = None
+    web_password: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not PREFIX_RE.match(self.prefix):
+        if not isinstance(self.prefix, str) or not PREFIX_RE.match(self.prefix):
             raise ConfigError(
-                f"DELAYQ_PREFIX {self.prefix!r} is invalid: use a letter then up to 39 letters, digits or _"
+                f"DELAYQ_PREFIX {shown(self.prefix, 60)!r} is invalid: use a letter then up to 39 letters, digits or _"
             )
-        scheme = urlsplit(self.database_url).scheme
-        if scheme not in ("mysql", "sqlite"):
-            raise ConfigError(
-                f"DELAYQ_DATABASE_URL {redact(self.database_url)!r} is not supported: "
-                "use mysql://user:pass@host:3306/db or sqlite:///path/to.db"
-            )
-        if self.redis_url and urlsplit(self.redis_url).scheme not in ("redis", "rediss", "unix"):
-            raise ConfigError(
-                f"DELAYQ_REDIS_URL {redact(self.redis_url)!r} is not supported: use redis://host:6379/0"
-            )
+        check_database_url(self.database_url)
+        if self.redis_url:
+            check_redis_url(self.redis_url)
+        if self.redis_failover_wait is not None and not 0 <= self.redis_failover_wait <= 600:
+            raise ConfigError("DELAYQ_REDIS_FAILOVER_WAIT must be 0 to 600 seconds (a few node timeouts)")
         if self.log_format not in ("kv", "json"):
             raise ConfigError(f"DELAYQ_LOG_FORMAT {self.log_format!r} is unknown: use kv or json")
-        if self.lease <= 0:
-            raise ConfigError("DELAYQ_LEASE must be a positive number of seconds")
+        for setting, value, (lo, hi) in (("DELAYQ_LEASE", self.lease, LEASE_RANGE),
+                                         ("DELAYQ_DB_TIMEOUT", self.db_timeout, TIMEOUT_RANGE),
+                                         ("DELAYQ_REDIS_TIMEOUT", self.redis_timeout, TIMEOUT_RANGE)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+                raise ConfigError(f"{setting} must be {lo:g} to {hi:g} seconds, not {shown(value)!r}")
 
 
 def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") -> Config:
@@ -76,52 +112,167 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
             if value is not None:
                 values.setdefault(key, value)
     modules = values.get("DELAYQ_ALLOWED_MODULES", "")
+    app_path = values.get("DELAYQ_APP_PATH")
+    from . import validate
+    from .errors import InvalidInput
+
     try:
-        lease = float(values.get("DELAYQ_LEASE") or 300)
+        timeout = validate.duration(values.get("DELAYQ_TIMEOUT") or 30, "DELAYQ_TIMEOUT", 1, validate.MAX_LEASE)
+        heartbeat = validate.duration(values.get("DELAYQ_HEARTBEAT") or 5, "DELAYQ_HEARTBEAT", 0.1, 3600)
+        concurrency = (validate.integer(values["DELAYQ_CONCURRENCY"], "DELAYQ_CONCURRENCY", 1, 1024)
+                       if values.get("DELAYQ_CONCURRENCY") else None)
+    except InvalidInput as exc:
+        raise ConfigError(str(exc)) from None
+
+    wait = values.get("DELAYQ_REDIS_FAILOVER_WAIT")
+    try:
+        failover_wait = float(wait) if wait else None
     except ValueError:
-        raise ConfigError("DELAYQ_LEASE must be a number of seconds") from None
+        raise ConfigError("DELAYQ_REDIS_FAILOVER_WAIT must be a number of seconds") from None
     return Config(
+        timeout=timeout,
+        concurrency=concurrency,
+        heartbeat=heartbeat,
+        app_path=tuple(p for p in app_path.split(os.pathsep) if p) if app_path else (os.getcwd(),),
         database_url=values.get("DELAYQ_DATABASE_URL") or DEFAULT_DATABASE_URL,
         redis_url=values.get("DELAYQ_REDIS_URL") or None,
         allowed_modules=tuple(m.strip() for m in modules.split(",") if m.strip()),
         prefix=values.get("DELAYQ_PREFIX") or "delayq",
-        lease=lease,
+        lease=_seconds(values, "DELAYQ_LEASE", 300.0, LEASE_RANGE),
+        db_timeout=_seconds(values, "DELAYQ_DB_TIMEOUT", DEFAULT_DB_TIMEOUT, TIMEOUT_RANGE),
+        redis_timeout=_seconds(values, "DELAYQ_REDIS_TIMEOUT", DEFAULT_REDIS_TIMEOUT, TIMEOUT_RANGE),
         queues=_queues(values.get("DELAYQ_QUEUES", "")),
         event_modules=tuple(m.strip() for m in values.get("DELAYQ_EVENT_MODULES", "").split(",") if m.strip()),
         alert_webhook=values.get("DELAYQ_ALERT_WEBHOOK") or None,
         alert_kind=values.get("DELAYQ_ALERT_KIND") or "json",
         alert_secret=values.get("DELAYQ_ALERT_SECRET") or None,
         alert_tag=values.get("DELAYQ_ALERT_TAG", ""),
+        alert_timeout=values.get("DELAYQ_ALERT_TIMEOUT") or None,
         log_format=values.get("DELAYQ_LOG_FORMAT") or "kv",
+        redis_failover_wait=failover_wait,
+        web_password=values.get("DELAYQ_WEB_PASSWORD") or None,
     )
 
 
+def _seconds(values: dict[str, str], setting: str, default: float, bounds: tuple[float, float]) -> float:
+    """A number of seconds (or 90s, 15m, 2h) within bounds; nan, inf and text are refused, never guessed."""
+    text = values.get(setting)
+    if not text:
+        return default
+    from . import validate
+    from .errors import InvalidInput
+
+    try:
+        return validate.duration(text, setting, *bounds)
+    except InvalidInput as exc:
+        raise ConfigError(f"{exc} (unset: {default:g})") from None
+
+
 def _queues(text: str) -> dict[str, dict]:
-    """DELAYQ_QUEUES: {"queue": {"ladder": ..., "max_attempts": ..., "lease": ..., "priority": ...}}."""
+    """DELAYQ_QUEUES: {"queue": {"ladder": ..., "max_attempts": ..., "lease": ..., "priority": ...}}, each checked."""
     if not text.strip():
         return {}
     import json
 
-    from .jobs import QUEUE_DEFAULT_KEYS
+    from . import validate
+    from .errors import InvalidInput
 
     try:
         queues = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigError(f"DELAYQ_QUEUES is not valid JSON ({exc}): use {{\"sms\": {{\"max_attempts\": 4}}}}") from None
-    if not isinstance(queues, dict) or not all(isinstance(v, dict) for v in queues.values()):
+    if not isinstance(queues, dict):
         raise ConfigError("DELAYQ_QUEUES must map queue names to objects, e.g. {\"report\": {\"lease\": 3600}}")
-    for name, defaults in queues.items():
-        unknown = set(defaults) - QUEUE_DEFAULT_KEYS
-        if unknown:
-            raise ConfigError(f"DELAYQ_QUEUES[{name!r}]: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"use {', '.join(sorted(QUEUE_DEFAULT_KEYS))}")
-    return queues
+    try:
+        return validate.queue_defaults(queues)
+    except InvalidInput as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def check_url(url: str, setting: str, schemes: tuple[str, ...], example: str) -> None:
+    """A URL the drivers can use, or a ConfigError that shows it without its password.
+
+    Refused here, not inside a driver: text that is not valid Unicode (a non-UTF-8 environment), control
+    characters, a port out of 1-65535, a host that is neither an IP literal nor an ASCII DNS name.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"{setting} must be text: use {example}")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{setting} is not valid UTF-8 text: use {example}") from None
+    if _CONTROL_RE.search(url):
+        raise ConfigError(f"{setting} holds control characters: use {example}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port       # raises ValueError for a port out of range or not a number
+    except ValueError as exc:
+        raise ConfigError(f"{setting} is not a valid URL ({exc}): use {example}") from None
+    if parts.scheme not in schemes:
+        raise ConfigError(f"{setting} {redact(url)!r} is not supported: use {example}")
+    if parts.scheme in ("sqlite", "unix"):
+        return
+    if not parts.hostname:
+        raise ConfigError(f"{setting} {redact(url)!r} names no host: use {example}")
+    if port == 0 or not _valid_host(parts.hostname):
+        raise ConfigError(f"{setting} {redact(url)!r}: the host must be an IP address or a DNS name "
+                          f"(ASCII; xn-- for other scripts) and the port 1-65535: use {example}")
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(HOST_RE.match(host))
+
+
+def check_redis_url(url: str) -> None:
+    """One server, a Sentinel set or a Cluster (index/redis_client.py), or a ConfigError naming the form and host.
+
+    A single server's URL is also read the way redis-py reads it (its query options), without connecting,
+    and may not set its own timeouts (DELAYQ_REDIS_TIMEOUT is the one bound).
+    """
+    from .index.redis_client import RedisUrlError, parse
+
+    try:
+        parse(url)
+    except RedisUrlError as exc:
+        raise ConfigError(f"DELAYQ_REDIS_URL {exc}") from None
+    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        return
+    example = "redis://host:6379/0"
+    check_url(url, "DELAYQ_REDIS_URL", ("redis", "rediss", "unix"), example)
+    import redis
+
+    try:
+        options = redis.connection.parse_url(url)
+        redis.ConnectionPool.from_url(url)
+    except (ValueError, TypeError, redis.RedisError) as exc:
+        raise ConfigError(f"DELAYQ_REDIS_URL {redact(url)!r} is not a URL redis-py can use "
+                          f"({str(exc)[:100]}): use {example}") from None
+    timeouts = sorted(set(options) & set(REDIS_URL_TIMEOUTS))
+    if timeouts:
+        raise ConfigError(f"DELAYQ_REDIS_URL sets {', '.join(timeouts)}: set DELAYQ_REDIS_TIMEOUT instead "
+                          "(one bound for connecting and for each command)")
+
+
+def check_database_url(url: str) -> None:
+    example = "mysql://user:pass@host:3306/db, sqlite:///relative/path.db or sqlite:////absolute/path.db"
+    check_url(url, "DELAYQ_DATABASE_URL", ("mysql", "sqlite"), example)
+    if url.startswith("sqlite:") and (not url.startswith("sqlite:///") or len(url) == len("sqlite:///")):
+        # sqlite://x.db would put "x.db" where a host goes and mean another file than intended
+        raise ConfigError(f"DELAYQ_DATABASE_URL {url!r}: a SQLite URL has three slashes then the path: {example}")
 
 
 def redact(url: str) -> str:
     """The URL with its password replaced by ***, safe for any message or log."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<unparseable URL>"
+    if password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""

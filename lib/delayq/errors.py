@@ -11,6 +11,14 @@ EXIT_USAGE = 2        # bad usage or invalid input
 EXIT_NOT_FOUND = 3    # nothing matched: unknown job, or no job in a state the verb accepts
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """The start of a value as an error message quotes it; never raises (str() of 10**5000 does)."""
+    try:
+        return str(value)[:limit]
+    except ValueError:
+        return f"<{type(value).__name__} too large to print>"
+
+
 class DelayqError(Exception):
     """Base of every delayq error."""
 
@@ -18,9 +26,22 @@ class DelayqError(Exception):
 
 
 class InvalidInput(DelayqError):
-    """Input that cannot be accepted: the message says what and how to fix it."""
+    """Input that cannot be accepted: the message says what and how to fix it.
+
+    `field` names the input field at fault (call, args, delay, ...), `line` the line of a
+    bulk file it came from, so callers never re-parse the message.
+    """
 
     exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, field: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.field = field
+        self.line = line
+
+    def on_line(self, line: int, source: str | None = None) -> "InvalidInput":
+        """The same error, located on a line of a bulk file (or at an item of a list, without a source)."""
+        return type(self)(f"{source} line {line}: {self}" if source else f"item {line}: {self}", self.field, line)
 
 
 class ConfigError(InvalidInput):
@@ -33,6 +54,10 @@ class CallableRefused(InvalidInput):
 
 class BackendError(DelayqError):
     """A database or Redis failed or is unreachable; the message names which, never credentials."""
+
+
+class SchemaError(BackendError):
+    """The database answers but delayq's tables are missing, too old or too new for this code."""
 
 
 class NotFound(DelayqError):

@@ -19,18 +19,17 @@ import importlib
 import re
 from typing import Any, Callable
 
-from .errors import CallableRefused, InvalidInput
-from .jobs import QUEUE_DEFAULT_KEYS
-from .registry import job
+from .errors import CallableRefused, InvalidInput, shown
+from .registry import is_allowed, job
 
 EVENT_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-HANDLER_OPTIONS = QUEUE_DEFAULT_KEYS | {"queue"}
+HANDLER_OPTIONS = {"ladder", "max_attempts", "lease", "timeout", "priority", "queue"}
 _handlers: dict[str, dict[str, dict[str, Any]]] = {}
 
 
 def check_code(code: Any) -> str:
     if not isinstance(code, str) or not EVENT_RE.match(code):
-        raise InvalidInput(f"event code {str(code)[:80]!r} is invalid: use 1-64 letters, digits, '_', '.', ':' or '-'")
+        raise InvalidInput(f"event code {shown(code, 80)!r} is invalid: use 1-64 letters, digits, '_', '.', ':' or '-'")
     return code
 
 
@@ -55,14 +54,13 @@ def handlers(code: str, modules: tuple[str, ...], allowed: tuple[str, ...]) -> d
     if not modules:
         raise InvalidInput("DELAYQ_EVENT_MODULES is empty: name the modules that define your @delayq.on handlers")
     for name in modules:
-        if not any(name == p or name.startswith(p + ".") for p in allowed):
+        if not is_allowed(name, allowed):
             raise CallableRefused(f"event module {name!r} is not under DELAYQ_ALLOWED_MODULES")
         try:
             importlib.import_module(name)
         except ImportError as exc:
             raise InvalidInput(f"event module {name!r} cannot be imported: {exc}") from None
-    found = {name: opts for name, opts in _handlers.get(code, {}).items()
-             if any(name.split(":")[0] == m or name.startswith(m + ".") for m in modules)}
+    found = {name: opts for name, opts in _handlers.get(code, {}).items() if is_allowed(name.split(":")[0], modules)}
     if not found:
         raise InvalidInput(f"no handler for event {code!r} in DELAYQ_EVENT_MODULES ({', '.join(modules)})")
     return found

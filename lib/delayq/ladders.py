@@ -10,6 +10,7 @@ plus one per step) or its deadline ends the retries.
 from __future__ import annotations
 
 import functools
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from .errors import InvalidInput
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_STEP = 366 * 86400.0     # one step of a ladder: at most a year
 
 NAMED: dict[str, str] = {
     # WeChat Pay's notify ladder (seed 004): 15 retries.
@@ -31,16 +33,15 @@ _EXP_RE = re.compile(r"^exp:(\d+(?:\.\d+)?):(\d+(?:\.\d+)?):(\d+)$")
 
 
 def parse_duration(text: str) -> float:
-    """'15', '15s', '3m', '1h', '2d' -> seconds."""
+    """'15', '15s', '3m', '1.5h', '2d' -> seconds: a finite number (callers check its range)."""
     text = text.strip().lower()
     unit = _UNITS.get(text[-1:]) if text else None
-    number = text[:-1] if unit else text
-    try:
-        value = float(number) * (unit or 1)
-    except ValueError:
-        raise InvalidInput(f"{text!r} is not a duration: use seconds or 15s, 3m, 1h, 2d") from None
-    if value < 0 or value != value:
-        raise InvalidInput(f"duration {text!r} must not be negative")
+    number = text[:-1].strip() if unit else text
+    if not re.fullmatch(r"-?(\d+(\.\d*)?|\.\d+)", number):
+        raise InvalidInput(f"{text[:40]!r} is not a duration: use seconds or 15s, 3m, 1h, 2d")
+    value = float(number) * (unit or 1)
+    if not math.isfinite(value):
+        raise InvalidInput(f"duration {text[:40]!r} is too long")
     return value
 
 
@@ -73,8 +74,8 @@ def parse(spec: str | None) -> Ladder:
     match = _EXP_RE.match(spec)
     if match:
         base, cap, count = float(match[1]), float(match[2]), int(match[3])
-        if base <= 0 or cap < base or not 1 <= count <= 100:
-            raise InvalidInput(f"ladder {spec!r}: need 0 < BASE <= CAP and 1 <= COUNT <= 100")
+        if base <= 0 or cap < base or cap > MAX_STEP or not 1 <= count <= 100:
+            raise InvalidInput(f"ladder {spec[:60]!r}: need 0 < BASE <= CAP <= {MAX_STEP:.0f} and 1 <= COUNT <= 100")
         return Ladder(spec, tuple(min(cap, base * 2**k) for k in range(count)), exp_cap=cap)
     if spec and (spec[0].isdigit() or spec[0] == "."):
         return Ladder(spec, _steps(spec))
@@ -83,7 +84,55 @@ def parse(spec: str | None) -> Ladder:
 
 
 def _steps(text: str) -> tuple[float, ...]:
-    steps = tuple(parse_duration(part) for part in text.split(","))
-    if not steps or len(steps) > 1000:
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 1000:
         raise InvalidInput("a ladder needs between 1 and 1000 steps")
+    steps = tuple(parse_duration(part) for part in parts)
+    if max(steps) > MAX_STEP or min(steps) < 0:
+        raise InvalidInput(f"a ladder step is between 0 and 366 days ({MAX_STEP:.0f} s)")
     return steps
+
+
+@dataclass(frozen=True)
+class Upcoming:
+    """One attempt still to come, if the ones before it fail: its number and when (a range, for a jittered ladder)."""
+
+    attempt: int
+    earliest: float
+    latest: float
+
+
+def upcoming(spec: str | None, attempts: int, max_attempts: int, due_at: float, deadline: float | None,
+             limit: int = 20) -> tuple[list[Upcoming], int]:
+    """The attempts a pending job still has, each if the one before it fails: the next at `due_at`, then one per
+    ladder step (run time not counted), up to max_attempts, none after the deadline. Returns (the first `limit`,
+    how many more). A snooze or a retry by hand changes these; they are what the ladder promises now."""
+    ladder = parse(spec)
+    found: list[Upcoming] = []
+    more = 0
+    early = late = due_at
+    for number in range(attempts + 1, max_attempts + 1):
+        if number > attempts + 1:
+            step = ladder.delay(number - 1, _Fixed(1.0))
+            early += step / 2 if ladder.exp_cap is not None else step
+            late += step
+        if deadline is not None and early > deadline:
+            break
+        if len(found) < limit:
+            found.append(Upcoming(number, early, late))
+        else:
+            more += 1
+            if more > 10_000:
+                break
+    return found, more
+
+
+class _Fixed(random.Random):
+    """The top of the jitter range: delay() then returns a step's full length."""
+
+    def __init__(self, fraction: float):
+        super().__init__(0)
+        self.fraction = fraction
+
+    def uniform(self, a: float, b: float) -> float:
+        return a + (b - a) * self.fraction

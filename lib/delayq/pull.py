@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import jobs as J
-from . import ladders, recovery
-from .errors import InvalidInput, NotFound
+from . import ladders, validate
+from .errors import NotFound
 from .jobs import Job, JobSpec, Outcome
 from .manager import Manager
 
@@ -47,25 +47,19 @@ class Message:
 class Queue:
     def __init__(self, manager: Manager | None = None, ttr: float = 60.0):
         if manager is None:
-            from .app import connect
+            from .app import open_manager
 
-            manager = connect()
+            manager = open_manager()
         self.m = manager
-        self.ttr = ttr
+        self.ttr = validate.duration(ttr, "ttr", 1, validate.MAX_LEASE)
 
     def put(self, tube: str, data: Any, delay: float = 0, priority: int = 0, ttr: float | None = None) -> int:
         """Store a message (any JSON value), reservable after `delay` seconds; returns its id."""
-        try:
-            text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"data cannot be stored as JSON: {exc}") from None
-        if len(text.encode()) > J.MAX_ARGS_BYTES:
-            raise InvalidInput(f"data is {len(text.encode())} bytes as JSON: at most {J.MAX_ARGS_BYTES}")
-        if not 1 <= (ttr or self.ttr) <= J.MAX_LEASE or delay < 0:
-            raise InvalidInput(f"ttr must be 1 to {J.MAX_LEASE} seconds and delay >= 0")
+        text, delay, ttr, priority = validate.message(data, delay, ttr or self.ttr, priority)
+        queue = _queue(tube)
         now = self.m.clock.now()
-        spec = JobSpec(call="", args_json=text, due_at=now + delay, queue=_queue(tube), ladder=ladders.DEFAULT,
-                       max_attempts=MAX_ATTEMPTS, priority=int(priority), lease=ttr or self.ttr)
+        spec = JobSpec(call="", args_json=text, due_at=now + delay, queue=queue, ladder=ladders.DEFAULT,
+                       max_attempts=MAX_ATTEMPTS, priority=priority, lease=ttr)
         return self.m.insert([spec], now)[0].id
 
     def reserve(self, tube: str, timeout: float = 0) -> Message | None:
@@ -74,14 +68,14 @@ class Queue:
         end = self.m.clock.now() + timeout
         recovered_at = float("-inf")
         while True:
-            claim = self.m.claim([queue], 1)
-            if claim.jobs:
-                job = claim.jobs[0]
-                return Message(job.id, tube, json.loads(job.args_json), job.attempts, job, claim.token)
+            claimed = self.m.claim([queue], 1)
+            if claimed:
+                job = claimed[0]
+                return Message(job.id, tube, json.loads(job.args_json), job.attempts, job, job.token or "")
             now = self.m.clock.now()
             if now - recovered_at >= RECOVER_EVERY:   # a consumer died holding messages: their TTR ran out
                 recovered_at = now
-                if recovery.recover_expired(self.m):
+                if self.m.recover_expired():
                     continue
             if now >= end:
                 return None
@@ -102,24 +96,24 @@ class Queue:
 
     def kick(self, tube: str, n: int = 1) -> int:
         """Make up to `n` buried messages of `tube` reservable again; returns how many."""
-        ids = self.m.store.failed_in_queue(_queue(tube), n)
+        ids = self.m.failed_in_queue(_queue(tube), n)
         return sum(len(self.m.retry(job_id=job)) for job in ids)
 
     def jobs(self, tube: str, limit: int = 10_000) -> list[dict[str, Any]]:
         """The live messages of `tube` (pending or reserved), newest first."""
-        rows = self.m.store.list_jobs(None, _queue(tube), None, limit)
+        rows = self.m.list_jobs(queue=_queue(tube), limit=limit)
         return [row for row in rows if row["status"] in (J.PENDING, J.RUNNING)]
 
     def tubes(self) -> list[str]:
         """Tubes that have live messages."""
-        return [q[len(TUBE_MARK):] for q in self.m.store.live_queues_like(TUBE_MARK + "%")]
+        return [q[len(TUBE_MARK):] for q in self.m.live_queues_like(TUBE_MARK + "%")]
 
     def _finish(self, msg: Message, status: str, error: str | None, due: float | None, label: str) -> None:
         now = self.m.clock.now()
         outcome = Outcome(msg.job, status, now, now, error, due, label=label)
-        if msg.id not in self.m.finish(msg.token, [outcome]):
+        if msg.id not in self.m.finish([outcome]):
             raise NotFound(f"message {msg.id}: the reservation was lost (its TTR ran out); it may be reserved again")
 
 
 def _queue(tube: str) -> str:
-    return TUBE_MARK + J.check_queue(tube)
+    return TUBE_MARK + validate.queue(tube, "tube")

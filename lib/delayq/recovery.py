@@ -13,12 +13,15 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable
 
+from .clock import Clock
+from .index import DueIndex, RebuildableIndex
 from .jobs import FAILED, PENDING, RUNNING
-from .manager import Manager
-from .store.base import Expired, Recovery
+from .store.base import Expired, MaintenanceStore, Recovery
 
 log = logging.getLogger(__name__)
-UNKNOWN = "interrupted, outcome unknown: check by hand, then bin/retry.py"
+UNKNOWN = "interrupted, outcome unknown: check by hand, then delayq retry"
+POISON = "killed its runner"
+MAX_CRASHES = 3          # a job running when its runner died this many times is a poison pill: failed, alerted
 PAGE = 5000
 
 
@@ -31,27 +34,30 @@ class Reconciled:
 
 def decide(e: Expired, now: float) -> Recovery:
     """What becomes of a job whose runner vanished: run again, or fail without re-running."""
+    def recovery(status: str, error: str, counts: bool = True, crashed: bool = False) -> Recovery:
+        return Recovery(e.id, e.queue, e.priority, e.token, status, now if status == PENDING else None, error,
+                        counts, e.attempts, e.started_at if counts else None, crashed)
+
     if e.manual_running or (e.at_most_once and e.started_at is not None):
-        return Recovery(e.id, e.queue, e.token, FAILED, None, UNKNOWN, True, e.attempts, e.started_at)
+        return recovery(FAILED, UNKNOWN, crashed=True)
     if e.at_most_once:   # claimed but never begun: nothing ran, so it may run; the claim does not count
-        return Recovery(e.id, e.queue, e.token, PENDING, now, "claimed but not begun before the lease ran out",
-                        False, e.attempts, None)
+        return recovery(PENDING, "claimed but not begun before the lease ran out", counts=False)
+    if e.crashes + 1 >= MAX_CRASHES:
+        return recovery(FAILED, f"{POISON}: its runner died while running it {e.crashes + 1} times", crashed=True)
     if e.attempts >= e.max_attempts:
-        return Recovery(e.id, e.queue, e.token, FAILED, None, "interrupted (lease ran out) with no attempts left",
-                        True, e.attempts, e.started_at)
-    return Recovery(e.id, e.queue, e.token, PENDING, now, "interrupted: lease ran out (runner killed or hung)",
-                    True, e.attempts, e.started_at)
+        return recovery(FAILED, "interrupted (lease ran out) with no attempts left", crashed=True)
+    return recovery(PENDING, "interrupted: lease ran out (runner killed or hung)", crashed=True)
 
 
-def recover_expired(manager: Manager, batch: int = 500) -> list[Recovery]:
+def recover_expired(store: MaintenanceStore, index: DueIndex, clock: Clock, batch: int = 500) -> list[Recovery]:
     """Recover every running job whose lease ran out; the index follows the committed rows."""
     done: list[Recovery] = []
     while True:
-        now = manager.clock.now()
-        found = manager.store.expired(now, batch)
-        applied = manager.store.recover([decide(e, now) for e in found], now)
-        manager.index.reschedule([(r.id, r.queue, r.due_at) for r in applied if r.status == PENDING])
-        manager.index.release([(r.id, r.queue) for r in applied if r.status != PENDING])
+        now = clock.now()
+        found = store.expired(now, batch)
+        applied = store.recover([decide(e, now) for e in found], now)
+        index.reschedule([(r.id, r.queue, r.due_at, r.priority) for r in applied if r.status == PENDING])
+        index.release([(r.id, r.queue) for r in applied if r.status != PENDING])
         for r in applied:
             level = logging.WARNING if r.status == FAILED else logging.INFO
             fields = {"job": r.id, "queue": r.queue, "recovered": r.status, "reason": r.error}
@@ -61,7 +67,8 @@ def recover_expired(manager: Manager, batch: int = 500) -> list[Recovery]:
             return done
 
 
-def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -> Reconciled:
+def reconcile(store: MaintenanceStore, index: DueIndex, clock: Clock,
+              progress: Callable[[int], None] | None = None) -> Reconciled:
     """Make the due index match the database: add missing pending jobs, drop stale members.
 
     Bounded memory and round trips: pending rows are read a page at a time in id
@@ -69,26 +76,27 @@ def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -
     the index's members costs a status query only for members not seen pending.
     """
     result = Reconciled()
-    if manager.index.in_store:
+    if not isinstance(index, RebuildableIndex):
         return result    # the rows are the index: nothing to rebuild
+    result.restored += index.catch_up()
     seen = array("q")
     after = 0
     while True:
-        page = manager.store.pending_page(after, PAGE)
+        page = store.pending_page(after, PAGE)
         if not page:
             break
         result.scanned += len(page)
-        result.restored += manager.index.restore(page, manager.clock.now())
-        seen.extend(job for job, _, _ in page)
+        result.restored += index.restore(page, clock.now())
+        seen.extend(job for job, _, _, _ in page)
         after = page[-1][0]
         if progress:
             progress(len(page))
-    now = manager.clock.now()
+    now = clock.now()
     # Every pending row is now due or claimed. The due sets can hold stale members only if they hold more
     # members than there are pending rows (stale ones hiding behind live claims wait for the next rebuild:
     # a stale member is harmless anyway, a claim skips rows that are not pending).
-    kinds = ("due", "inflight") if manager.index.sizes() > result.scanned else ("inflight",)
-    for queue, which, members in manager.index.members(kinds=kinds):
+    kinds = ("due", "inflight") if index.sizes() > result.scanned else ("inflight",)
+    for queue, which, members in index.members(kinds=kinds):
         if which == "due":   # a member not seen pending may be stale, or newer than the scan: ask the rows
             suspects = [(job, score) for job, score in members if not _contains(seen, job)]
             keep = PENDING
@@ -96,10 +104,10 @@ def reconcile(manager: Manager, progress: Callable[[int], None] | None = None) -
             suspects = [(job, score) for job, score in members if score < now]
             keep = RUNNING
         if suspects:
-            statuses = manager.store.statuses([job for job, _ in suspects])
+            statuses = store.statuses([job for job, _ in suspects])
             stale = [(job, score) for job, score in suspects if statuses.get(job) != keep]
             if stale:
-                result.dropped += manager.index.drop_unchanged(queue, which, stale)
+                result.dropped += index.drop_unchanged(queue, which, stale)
     return result
 
 

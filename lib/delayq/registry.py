@@ -14,27 +14,36 @@ import inspect
 import re
 from typing import Any, Callable
 
-from .errors import CallableRefused, InvalidInput
+from .errors import CallableRefused, InvalidInput, shown
 
 _MARK = "__delayq_job__"
 _ONCE = "__delayq_at_most_once__"
+_TIMEOUT = "__delayq_timeout__"
 MODES = ("auto", "manual")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_DUNDER_RE = re.compile(r"(^|\.)__\w*__(\.|$)")
 
 
-def job(target: Any = None, *, at_most_once: bool = False) -> Any:
+def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None) -> Any:
     """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
 
     `@delayq.job(at_most_once=True)` marks a job that must never run twice on its
     own (charging a user): it gets one attempt, and an attempt interrupted by a
     crash fails with "outcome unknown" instead of running again.
+    `@delayq.job(timeout=120)`: an attempt may run 120 s before it is stopped and counted
+    as failed (enqueue's --timeout wins over it; it wins over the queue's and the default).
     A class with a `steps` mapping ({"method": "auto" | "manual"}) is a multi-step
     job, named as "module:Class".
     """
 
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 1 <= timeout <= 7 * 86400):
+        raise TypeError("@delayq.job(timeout=...) takes 1 to 604800 seconds")
+
     def mark(target: Any) -> Any:
         setattr(target, _MARK, True)
         setattr(target, _ONCE, at_most_once)
+        setattr(target, _TIMEOUT, None if timeout is None else float(timeout))
         steps = getattr(target, "steps", None) if inspect.isclass(target) else None
         if steps is not None:
             check_steps(target, steps)
@@ -61,10 +70,27 @@ def check_name(name: str) -> tuple[str, str]:
     """'pkg.module:function' or 'module:Class.method' -> (module, attribute path)."""
     if not isinstance(name, str) or len(name) > 255 or not _NAME_RE.match(name):
         raise InvalidInput(
-            f"callable {str(name)[:80]!r} is not of the form 'package.module:function' or 'module:Class.method'"
-        )
+            f"callable {shown(name, 80)!r} is not of the form 'package.module:function' or 'module:Class.method'",
+            "call")
     module, _, attr = name.partition(":")
+    if _DUNDER_RE.search(module) or _DUNDER_RE.search(attr):
+        # pkg.__init__:f would import the package's __init__ a second time, as a module of its own
+        raise InvalidInput(f"callable {name!r}: name the package itself, not a dunder module or attribute", "call")
     return module, attr
+
+
+def name_of(target: Any) -> str:
+    """The name a job is stored under, "module:qualname", for a marked function, method or steps class."""
+    func = getattr(target, "__func__", target)          # a bound or static method: its function
+    module, qualname = getattr(func, "__module__", None), getattr(func, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        raise InvalidInput(f"{target!r} cannot be named as package.module:function: define it at a module's top "
+                           "level (or as a method of a top-level class) and mark it with @delayq.job", "call")
+    return f"{module}:{qualname}"
+
+
+def is_allowed(module: str, allowed: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in allowed)
 
 
 def check_allowed(name: str, allowed: tuple[str, ...]) -> tuple[str, str]:
@@ -73,7 +99,7 @@ def check_allowed(name: str, allowed: tuple[str, ...]) -> tuple[str, str]:
         raise CallableRefused(
             f"callable {name!r} refused: DELAYQ_ALLOWED_MODULES is empty; list the packages your jobs live in"
         )
-    if not any(module == p or module.startswith(p + ".") for p in allowed):
+    if not is_allowed(module, allowed):
         raise CallableRefused(f"callable {name!r} refused: module {module!r} is not under DELAYQ_ALLOWED_MODULES")
     return module, attr
 
@@ -85,11 +111,17 @@ class Registry:
         self.allowed = allowed
         self._cache: dict[str, Callable[..., Any]] = {}
         self._once: dict[str, bool] = {}
+        self._timeouts: dict[str, float | None] = {}
 
     def at_most_once(self, name: str) -> bool:
         """Whether the function, or the class of the method, was marked @delayq.job(at_most_once=True)."""
         self.resolve(name)
         return self._once[name]
+
+    def timeout(self, name: str) -> float | None:
+        """The time limit the code declares, @delayq.job(timeout=...), or None."""
+        self.resolve(name)
+        return self._timeouts[name]
 
     def resolve(self, name: str) -> Callable[..., Any]:
         """The callable for `name`; CallableRefused if not allowed or not marked, ImportError if missing."""
@@ -105,9 +137,15 @@ class Registry:
         target = getattr(module, head, None)
         if target is None:
             raise ImportError(f"module {module_name!r} has no attribute {head!r}")
-        if not getattr(target, _MARK, False) or getattr(target, "__module__", None) != module.__name__:
-            raise CallableRefused(f"callable {name!r} refused: {head!r} is not marked with @delayq.job in {module_name}")
+        if not getattr(target, _MARK, False):
+            raise CallableRefused(f"callable {name!r} refused: {head!r} is not marked with @delayq.job")
+        home = getattr(target, "__module__", None) or ""
+        if not is_allowed(home, self.allowed):
+            # re-exported from another of the app's modules is fine; from outside the allowed packages it is not
+            raise CallableRefused(f"callable {name!r} refused: {head!r} is defined in {home!r}, "
+                                  "which is not under DELAYQ_ALLOWED_MODULES")
         self._once[name] = bool(getattr(target, _ONCE, False))
+        self._timeouts[name] = getattr(target, _TIMEOUT, None)
         if not method:
             if inspect.isclass(target) and steps_of(target) is None:
                 raise InvalidInput(f"callable {name!r} names a class without steps: add the method, 'module:Class.method'")

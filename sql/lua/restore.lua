@@ -1,8 +1,8 @@
 -- Put pending jobs back into the due set when they are missing from it (index rebuild).
--- KEYS[1]  the due set       (ZSET: member = job id, score = due time, epoch seconds)
+-- KEYS[1]  the due set       (ZSET: member = job id, score = due_at - priority * BAND, see claim.lua)
 -- KEYS[2]  the in-flight set (ZSET: member = job id, score = lease expiry, epoch seconds)
 -- ARGV[1]  now, epoch seconds
--- ARGV[2]  a JSON array of [due, "id"] pairs (pending rows read from the database; at most 2000 pairs):
+-- ARGV[2]  a JSON array of [score, "id"] pairs (pending rows read from the database; at most 2000 pairs):
 --          one string to send instead of two arguments a job
 -- An id already due is left alone (its score may be newer than the row we read).
 -- An id in flight with an unexpired lease is left alone: a runner claimed it and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -69,8 +70,8 @@ def test_unique_enqueue_returns_the_same_id(world):
     (["--call", "examples.shop"], "not of the form"),
     (["--call", "os:system", "--args", '{"command": "id"}'], "not under DELAYQ_ALLOWED_MODULES"),
     (["--call", "examples.shop:not_a_job"], "not marked"),
-    (["--call", "examples.shop:noop", "--delay", "-3"], ">= 0"),
-    (["--call", "examples.shop:noop", "--delay", "abc"], "number of seconds"),
+    (["--call", "examples.shop:noop", "--delay", "-3"], "between 0 s and 100 years"),
+    (["--call", "examples.shop:noop", "--delay", "abc"], "'abc' is not a duration: use seconds or 15s"),
     (["--call", "examples.shop:noop", "--at", "2001-01-01T00:00:00Z"], "in the past"),
     (["--call", "examples.shop:noop", "--ext", "x" * 200], "at most 191"),
     (["--call", "examples.shop:noop", "--ext", "a\tb"], "control characters"),
@@ -133,9 +134,14 @@ def test_two_runners_run_each_of_2000_jobs_exactly_once(world, tmp_path):
     jobs.write_text("".join(json.dumps({"call": "examples.shop:record", "args": {"path": str(log), "tag": "run"}}) + "\n"
                             for _ in range(2000)))
     script(world, "enqueue_delayed.py", "--from-file", str(jobs), check=0)
-    cmd = [sys.executable, os.path.join(BIN, "run_due.py"), "--for", "6", "--batch", "50", "--interval", "0.2", "--json"]
+    cmd = [sys.executable, os.path.join(BIN, "run_due.py"), "--for", "120", "--interval", "0.2", "--json"]
     procs = [subprocess.Popen(cmd, env=world.env(), cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    deadline = time.monotonic() + 110
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 2000):
+        time.sleep(0.1)
+    for p in procs:                                          # done (or out of time): both stop as cron's would
+        p.send_signal(signal.SIGTERM)
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     counts = Counter(line.split()[1] for line in log.read_text().splitlines())
     assert len(counts) == 2000 and set(counts.values()) == {1}
@@ -156,6 +162,30 @@ def test_loop_runs_on_fixed_ticks_and_never_overlaps(tmp_path):
     assert first.returncode == 0 and second.returncode == 0
     assert "still holds" in second.stderr
     assert out.read_text().count("tick") == 3
+
+
+def test_loop_a_slow_run_keeps_its_slot_and_the_ticks_go_on(tmp_path):
+    out, flag = tmp_path / "ticks.log", tmp_path / "first"
+    env = dict(os.environ, DELAYQ_LOOP_SECONDS="4", DELAYQ_LOOP_LOCK=str(tmp_path / "loop.lock"))
+    slow_once = f"if [ ! -e {flag} ]; then touch {flag}; sleep 6; echo slow-done >> {out}; fi; echo tick >> {out}"
+    started = time.monotonic()
+    done = subprocess.run([os.path.join(BIN, "loop.sh"), "1", "sh", "-c", slow_once], env=env, timeout=30)
+    took = time.monotonic() - started
+    assert done.returncode == 0 and took < 5.5              # the loop ended with its minute, not with the slow run
+    assert out.read_text().count("tick") == 3               # ticks 1, 2 and 3 ran in the other slot
+    deadline = time.monotonic() + 10
+    while "slow-done" not in out.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "slow-done" in out.read_text()                   # the slow run went on to its end
+
+
+def test_loop_stops_on_a_usage_error_and_says_so_once(tmp_path):
+    out = tmp_path / "runs.log"
+    env = dict(os.environ, DELAYQ_LOOP_SECONDS="5", DELAYQ_LOOP_LOCK=str(tmp_path / "loop.lock"))
+    done = subprocess.run([os.path.join(BIN, "loop.sh"), "1", "sh", "-c", f"echo run >> {out}; exit 2"],
+                          env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stderr.count("usage error") == 1
+    assert out.read_text().count("run") == 1
 
 
 def test_loop_passes_on_the_command_failure_and_rejects_bad_step(tmp_path):

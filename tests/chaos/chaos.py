@@ -5,6 +5,7 @@ if any promise was broken. CHAOS_SCALE=short (CI) runs smaller counts.
 
     make chaos                      # full scale, figures for docs/RELIABILITY.md
     CHAOS_SCALE=short make chaos    # the short form, also run by `make test`
+    .venv/bin/python tests/chaos/chaos.py failover-cluster clock-skew     # some scenarios only
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
 import delayq  # noqa: E402
-from delayq import recovery  # noqa: E402
 from delayq.config import Config  # noqa: E402
+from delayq.store.queries import TABLES  # noqa: E402
 from delayq.errors import InvalidInput  # noqa: E402
 from tests.chaos.servers import PrivateMariaDB, PrivateRedis  # noqa: E402
 
@@ -38,15 +39,15 @@ BIN = os.path.join(ROOT, "bin")
 class World:
     """One prefix on one database and Redis, with a side-effect log."""
 
-    def __init__(self, database_url: str, redis_url: str | None, tmp: str):
+    def __init__(self, database_url: str, redis_url: str | None, tmp: str, allowed: str = "examples"):
         self.prefix = "chaos" + secrets.token_hex(3)
-        self.config = Config(database_url=database_url, redis_url=redis_url, allowed_modules=("examples",),
+        self.config = Config(database_url=database_url, redis_url=redis_url, allowed_modules=tuple(allowed.split(",")),
                              prefix=self.prefix, lease=LEASE)
-        self.q = delayq.connect(self.config)
+        self.q = delayq.open_manager(self.config)
         self.q.store.migrate(time.time())
         self.log = os.path.join(tmp, f"{self.prefix}.log")
         self.env = dict(os.environ, DELAYQ_DATABASE_URL=database_url, DELAYQ_PREFIX=self.prefix,
-                        DELAYQ_ALLOWED_MODULES="examples", DELAYQ_LEASE=str(LEASE), PYTHONPATH=ROOT)
+                        DELAYQ_ALLOWED_MODULES=allowed, DELAYQ_LEASE=str(LEASE), PYTHONPATH=ROOT)
         self.env.pop("DELAYQ_REDIS_URL", None)
         if redis_url:
             self.env["DELAYQ_REDIS_URL"] = redis_url
@@ -72,8 +73,8 @@ class World:
             return Counter(int(line.split()[1]) for line in f if line.strip())
 
     def compensate(self) -> None:
-        recovery.recover_expired(self.q)
-        recovery.reconcile(self.q)
+        self.q.recover_expired()
+        self.q.reconcile()
 
     def wait_final(self, timeout: float, compensate_every: float = 1.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -87,7 +88,7 @@ class World:
 
     def drop(self) -> None:
         with self.q.store.tx() as cur:
-            for table in ("jobs", "attempts", "steps", "migrations"):
+            for table in TABLES:
                 cur.execute(f"DROP TABLE IF EXISTS {self.prefix}_{table}")
         self.q.close()
 
@@ -156,7 +157,7 @@ def s2_flush(tmp: str, redis: PrivateRedis) -> dict:
     before = w.statuses()
     w.q.index.r.flushall()                       # our own private Redis: FLUSHALL is ours to do
     t0 = time.monotonic()
-    rebuilt = recovery.reconcile(w.q)
+    rebuilt = w.q.reconcile()
     seconds = time.monotonic() - t0
     with w.q.store.tx() as cur:
         cur.execute(f"SELECT id FROM {w.prefix}_jobs WHERE status = 'pending'")
@@ -181,7 +182,7 @@ def s3_mariadb_restart(tmp: str, redis_url: str) -> dict:
     try:
         w = World(db.url, redis_url, tmp)
         w.q.enqueue_many({"call": "examples.shop:hang", "args": {"path": w.log, "seconds": 0.002}} for _ in range(n))
-        runner = w.runner("--batch", "50", stderr=subprocess.PIPE, text=True)
+        runner = w.runner("--batch", "50", "-q", stderr=subprocess.PIPE, text=True)   # -q: a pipe read at the end must not fill
         time.sleep(1.0)
         db.stop()
         t0 = time.monotonic()
@@ -306,7 +307,16 @@ SCENARIOS = {"kill": s1_kill, "flushall": s2_flush, "mariadb-restart": s3_mariad
              "four-runners": s4_four_runners, "malformed": s5_malformed}
 
 
+def scaleout_scenarios() -> dict:
+    """Issue 13's scenarios (tests/chaos/scaleout.py): failover on Sentinel and Cluster, clock skew."""
+    from tests.chaos import scaleout, skew
+
+    return {"failover-sentinel": scaleout.s6_failover_sentinel, "failover-cluster": scaleout.s7_failover_cluster,
+            "clock-skew": skew.s8_clock_skew}
+
+
 def main(names: list[str]) -> int:
+    SCENARIOS.update(scaleout_scenarios())
     redis = PrivateRedis()
     results, broken = {}, []
     try:

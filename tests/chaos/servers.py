@@ -35,6 +35,12 @@ def wait_port(port: int, up: bool = True, timeout: float = 30) -> None:
     raise RuntimeError(f"port {port} did not {'open' if up else 'close'} within {timeout} s")
 
 
+def resume(proc: subprocess.Popen | None) -> None:
+    """SIGCONT a server paused with SIGSTOP (a no-op for a running one), so that it can answer or be stopped."""
+    if proc and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGCONT)
+
+
 class PrivateRedis:
     def __init__(self):
         self.port = free_port()

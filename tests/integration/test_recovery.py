@@ -9,7 +9,7 @@ import pytest
 from delayq import recovery
 from delayq.errors import InvalidInput, NotFound
 from delayq.runner import Runner
-from tests.conftest import make_backend
+from tests.conftest import REBUILDABLE, make_backend
 
 NOOP = "examples.shop:noop"
 
@@ -27,15 +27,20 @@ def crash_after_claim(q, limit=200):
     return q.claim(["default"], limit)
 
 
+def lua_claim_only(q, now):
+    """A runner that claimed in Redis (due -> in flight) and died before moving the rows to running."""
+    return q.index.claim_lua("default", now, 10, repr(now + q.lease), "died-before-its-update")
+
+
 def test_killed_runner_job_runs_again_and_the_interrupted_attempt_counts(q, clock):
     job = q.enqueue(NOOP)
     crash_after_claim(q)
     clock.advance(q.lease - 1)
-    assert recovery.recover_expired(q) == []            # lease not run out yet
+    assert q.recover_expired() == []            # lease not run out yet
     clock.advance(2)
-    recovered = recovery.recover_expired(q)
+    recovered = q.recover_expired()
     assert [(r.id, r.status) for r in recovered] == [(job.id, "pending")]
-    assert recovery.recover_expired(q) == []            # a second compensate run finds nothing
+    assert q.recover_expired() == []            # a second compensate run finds nothing
     assert run(q).succeeded == 1
     assert [a.outcome for a in q.attempts(job.id)] == ["interrupted", "succeeded"]
     assert q.store.get(job.id).attempts == 2
@@ -45,7 +50,7 @@ def test_interrupted_job_without_attempts_left_fails(q, clock):
     job = q.enqueue(NOOP, max_attempts=1)
     crash_after_claim(q)
     clock.advance(q.lease + 1)
-    recovery.recover_expired(q)
+    q.recover_expired()
     stored = q.store.get(job.id)
     assert stored.status == "failed" and "no attempts left" in stored.last_error
 
@@ -54,10 +59,10 @@ def test_at_most_once_job_that_began_is_never_rerun(q, clock, tmp_path):
     log = tmp_path / "effects.log"
     job = q.enqueue("examples.shop:charge", {"path": str(log)})
     assert q.store.get(job.id).max_attempts == 1
-    claim = crash_after_claim(q)
-    assert q.begin(claim.jobs[0], claim.token)          # it began (and charged), then the host died
+    jobs = crash_after_claim(q)
+    assert q.begin(jobs[0])          # it began (and charged), then the host died
     clock.advance(q.lease + 1)
-    recovery.recover_expired(q)
+    q.recover_expired()
     stored = q.store.get(job.id)
     assert stored.status == "failed" and stored.last_error == recovery.UNKNOWN
     clock.advance(3600)
@@ -71,7 +76,7 @@ def test_at_most_once_job_claimed_but_not_begun_may_run_once(q, clock, tmp_path)
     job = q.enqueue("examples.shop:charge", {"path": str(log)})
     crash_after_claim(q)
     clock.advance(q.lease + 1)
-    [r] = recovery.recover_expired(q)
+    [r] = q.recover_expired()
     assert r.status == "pending" and q.store.get(job.id).attempts == 0
     assert run(q).succeeded == 1
     assert effects(log)["charge"] == 1
@@ -80,11 +85,11 @@ def test_at_most_once_job_claimed_but_not_begun_may_run_once(q, clock, tmp_path)
 def test_paused_runner_does_not_begin_an_at_most_once_job_taken_over(q, clock, tmp_path):
     log = tmp_path / "effects.log"
     q.enqueue("examples.shop:charge", {"path": str(log)})
-    claim = crash_after_claim(q)                        # the runner is paused here (GC, swap, SIGSTOP)
+    jobs = crash_after_claim(q)                        # the runner is paused here (GC, swap, SIGSTOP)
     clock.advance(q.lease + 1)
-    recovery.recover_expired(q)
+    q.recover_expired()
     runner = Runner(q, ["default"])
-    assert runner.execute(claim.jobs[0], claim.token) is None      # wakes up: must not charge
+    assert runner.execute(jobs[0]) is None      # wakes up: must not charge
     assert run(q).succeeded == 1                                   # the recovered job runs once
     assert effects(log)["charge"] == 1
 
@@ -97,23 +102,23 @@ def test_failed_at_most_once_job_is_not_retried(q, tmp_path):
 
 def test_a_long_job_extends_its_lease(q, clock):
     job = q.enqueue(NOOP, lease=60)
-    claim = crash_after_claim(q)
-    assert claim.jobs[0].lease_until == pytest.approx(clock.now() + 60)
+    jobs = crash_after_claim(q)
+    assert jobs[0].lease_until == pytest.approx(clock.now() + 60)
     clock.advance(50)
-    assert q.extend(job.id, claim.token, 120)
+    assert q.extend(jobs[0], 120)
     clock.advance(100)                                  # past the first lease, within the extension
-    assert recovery.recover_expired(q) == []
+    assert q.recover_expired() == []
     clock.advance(30)
-    assert [r.id for r in recovery.recover_expired(q)] == [job.id]
-    assert not q.extend(job.id, claim.token, 60)        # the claim is gone now
+    assert [r.id for r in q.recover_expired()] == [job.id]
+    assert not q.extend(jobs[0], 60)        # the claim is gone now
 
 
 def test_queue_lease_applies_to_its_jobs(backend, clock):
     q = backend.manager()
     q.queues = {"report": {"lease": 3600}}
     q.enqueue(NOOP, queue="report")
-    claim = q.claim(["report"], 10)
-    assert claim.jobs[0].lease_until == pytest.approx(clock.now() + 3600)
+    jobs = q.claim(["report"], 10)
+    assert jobs[0].lease_until == pytest.approx(clock.now() + 3600)
 
 
 def test_steps_run_independently_and_only_failed_auto_steps_rerun(q, clock, tmp_path):
@@ -137,9 +142,7 @@ def test_failed_manual_step_fails_the_job_once_and_a_person_can_rerun_it(q, cloc
     assert [j["id"] for j in q.store.alerts_due(10)] == [job.id]
     clock.advance(3600)
     assert run(q).claimed == 0 and effects(log)["charge"] == 1
-    with q.store.tx() as cur:   # the person fixed the cause: the gateway now accepts
-        cur.execute(f"UPDATE {backend.prefix}_jobs SET args = {q.store.placeholder} WHERE id = {q.store.placeholder}",
-                    ('{"path": "%s"}' % log, job.id))
+    backend.sql("UPDATE {jobs} SET args = ? WHERE id = ?", '{"path": "%s"}' % log, job.id)   # the cause is fixed
     assert q.retry(job_id=job.id, step="charge_user") == [job.id]
     assert q.store.alerts_due(10) == []
     assert run(q).succeeded == 1
@@ -149,12 +152,12 @@ def test_failed_manual_step_fails_the_job_once_and_a_person_can_rerun_it(q, cloc
 def test_manual_step_interrupted_mid_run_is_failed_not_rerun(q, clock, tmp_path):
     log = tmp_path / "effects.log"
     job = q.enqueue("examples.shop:SendGift", {"path": str(log)})
-    claim = crash_after_claim(q)
+    jobs = crash_after_claim(q)
     q.store.ensure_steps(job.id, [("add_week_star", "auto"), ("charge_user", "manual"), ("notify", "auto")], clock.now())
-    assert q.store.begin_step(job.id, "add_week_star", claim.token, clock.now())
-    assert q.store.begin_step(job.id, "charge_user", claim.token, clock.now())   # then the host died
+    assert q.store.begin_step(job.id, "add_week_star", jobs[0].token, clock.now())
+    assert q.store.begin_step(job.id, "charge_user", jobs[0].token, clock.now())   # then the host died
     clock.advance(q.lease + 1)
-    [r] = recovery.recover_expired(q)
+    [r] = q.recover_expired()
     assert r.status == "failed" and r.error == recovery.UNKNOWN
     steps = {s.name: s.status for s in q.store.steps(job.id)}
     assert steps == {"add_week_star": "pending", "charge_user": "failed", "notify": "pending"}
@@ -186,10 +189,10 @@ def test_purge_deletes_old_finished_jobs_with_history_and_keeps_failed(q, clock)
     assert q.store.get(failed.id).status == "failed" and q.store.get(recent.id).status == "succeeded"
 
 
-@pytest.fixture
-def redis_q(tmp_path, clock):
-    """MySQL + Redis only: the other backends have no separate index to lose."""
-    backend = make_backend("mysql+redis", tmp_path, clock)
+@pytest.fixture(params=[kind for kind in REBUILDABLE if kind.startswith("mysql")])
+def redis_q(request, tmp_path, clock):
+    """MySQL + Redis (one server, Sentinel, Cluster): the other backends have no separate index to lose."""
+    backend = make_backend(request.param, tmp_path, clock)
     yield backend.manager()
     backend.cleanup()
 
@@ -201,10 +204,10 @@ def test_rebuild_restores_a_flushed_index(redis_q, clock):
     q.store.cancel(clock.now(), job_id=cancelled.id)       # its index entry is left behind
     due, inflight = q.index.keys("default")
     q.index.r.delete(due)                                  # FLUSHALL, eviction, a lost failover write...
-    result = recovery.reconcile(q)
+    result = q.reconcile()
     assert (result.scanned, result.restored) == (1200, 1200)
     assert q.index.r.zcard(due) == 1200
-    assert recovery.reconcile(q).restored == 0             # idempotent
+    assert q.reconcile().restored == 0             # idempotent
     clock.advance(5)
     assert sum(run(q, 500).succeeded for _ in range(3)) == len(jobs)
 
@@ -214,11 +217,11 @@ def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
     gone = q.enqueue(NOOP)
     stranded = q.enqueue(NOOP)
     q.store.cancel(clock.now(), job_id=gone.id)
-    ids = q.index.claim("default", clock.now(), 10, clock.now() + q.lease)   # claimed, then the runner died
+    ids = lua_claim_only(q, clock.now())      # claimed in Redis, then the runner died before its UPDATE
     assert set(ids) == {gone.id, stranded.id}
-    assert recovery.reconcile(q).restored == 0             # a live claim is left alone
+    assert q.reconcile().restored == 0             # a live claim is left alone
     clock.advance(q.lease + 1)
-    result = recovery.reconcile(q)
+    result = q.reconcile()
     assert result.restored == 1 and result.dropped == 1
     due, inflight = q.index.keys("default")
     assert q.index.r.zrange(due, 0, -1) == [str(stranded.id).encode()]
@@ -268,10 +271,10 @@ def test_at_most_once_class_marks_its_static_methods_too(q):
 
 def test_extend_takes_sane_seconds(q):
     job = q.enqueue(NOOP)
-    claim = q.claim(["default"], 1)
+    jobs = q.claim(["default"], 1)
     for bad in (0, -5, 8 * 86400):
         with pytest.raises(InvalidInput):
-            q.extend(job.id, claim.token, bad)
+            q.extend(jobs[0], bad)
 
 
 def test_rebuild_drops_a_stale_due_member(redis_q, clock):
@@ -279,6 +282,6 @@ def test_rebuild_drops_a_stale_due_member(redis_q, clock):
     keep = q.enqueue(NOOP, delay=60)
     gone = q.enqueue(NOOP, delay=60)
     q.store.cancel(clock.now(), job_id=gone.id)            # crash before the ZREM: a stale due member
-    result = recovery.reconcile(q)
+    result = q.reconcile()
     assert (result.scanned, result.restored, result.dropped) == (1, 0, 1)
     assert q.index.r.zrange(q.index.keys("default")[0], 0, -1) == [str(keep.id).encode()]

@@ -1,7 +1,6 @@
-from delayq import Permanent, Snooze
 from delayq.clock import FakeClock, ServerClock
 from delayq.jobs import Job
-from delayq.runner import decide, describe_error
+from delayq.runner import Result, decide, describe_error, outcome
 
 
 def job(**kw):
@@ -10,26 +9,47 @@ def job(**kw):
     return Job(**{**base, **kw})
 
 
+def result(kind, snooze=None, error="E: boom"):
+    return Result(1, kind, 99.0, 100.0, error=error, snooze=snooze)
+
+
 def test_success_and_permanent():
-    assert decide(job(), None, 100.0) == ("succeeded", None, False)
-    assert decide(job(), Permanent("no"), 100.0) == ("failed", None, False)
+    assert decide(job(), result("ok")) == ("succeeded", None, False)
+    assert decide(job(), result("permanent")) == ("failed", None, False)
 
 
 def test_retry_follows_the_ladder_by_attempt():
-    assert decide(job(attempts=1), ValueError(), 100.0) == ("pending", 110.0, False)
-    assert decide(job(attempts=2), ValueError(), 100.0) == ("pending", 120.0, False)
-    assert decide(job(attempts=3), ValueError(), 100.0) == ("failed", None, False)
+    assert decide(job(attempts=1), result("error")) == ("pending", 110.0, False)
+    assert decide(job(attempts=2), result("error")) == ("pending", 120.0, False)
+    assert decide(job(attempts=3), result("error")) == ("failed", None, False)
 
 
 def test_deadline_ends_retries_of_failures_as_failed_and_polling_as_timed_out():
-    assert decide(job(deadline=105.0), ValueError(), 100.0) == ("failed", None, True)
-    assert decide(job(deadline=110.0), ValueError(), 100.0) == ("pending", 110.0, False)
-    assert decide(job(deadline=105.0), Snooze(), 100.0) == ("timed_out", None, True)
-    assert decide(job(deadline=500.0, attempts=9), Snooze(30), 100.0) == ("pending", 130.0, False)
+    assert decide(job(deadline=105.0), result("error")) == ("failed", None, True)
+    assert decide(job(deadline=110.0), result("error")) == ("pending", 110.0, False)
+    assert decide(job(deadline=105.0), result("snooze")) == ("timed_out", None, True)
+    assert decide(job(deadline=500.0, attempts=9), result("snooze", 30)) == ("pending", 130.0, False)
+    assert decide(job(deadline=50.0), result("late")) == ("timed_out", None, True)
 
 
 def test_polling_without_a_deadline_ends_timed_out_at_max_attempts():
-    assert decide(job(attempts=3), Snooze(), 100.0) == ("timed_out", None, False)
+    assert decide(job(attempts=3), result("snooze")) == ("timed_out", None, False)
+
+
+def test_a_time_limit_is_a_failure_on_the_ladder_and_unknown_for_at_most_once():
+    assert decide(job(), result("timeout")) == ("pending", 110.0, False)
+    done = outcome(job(at_most_once=True, max_attempts=1), result("timeout", error="timed out after 30s"))
+    assert done.status == "failed" and "outcome unknown" in done.error and done.interrupted
+
+
+def test_a_job_that_killed_its_runner_three_times_fails_as_killed_its_runner():
+    assert decide(job(crashes=1, max_attempts=9), result("crashed")) == ("pending", 110.0, False)
+    done = outcome(job(crashes=2, max_attempts=9), result("crashed", error="its worker process died"))
+    assert (done.status, done.crashed) == ("failed", True) and done.error.startswith("killed its runner")
+
+
+def test_an_interrupted_job_runs_again_at_once():
+    assert decide(job(attempts=3), result("interrupted")) == ("pending", 100.0, False)
 
 
 def test_error_text_starts_with_type_and_message():
@@ -43,6 +63,23 @@ def test_error_text_starts_with_type_and_message():
 def test_server_clock_applies_the_offset():
     clock = ServerClock(lambda: 5_000_000_000.0, refresh=3600)
     assert abs(clock.now() - 5_000_000_000.0) < 1.0
+
+
+def test_server_clock_reads_its_source_once_a_pass_at_most_once_a_second(monkeypatch):
+    reads, mono = [], [1000.0]
+    monkeypatch.setattr("delayq.clock.time.monotonic", lambda: mono[0])
+    monkeypatch.setattr("delayq.clock.time.time", lambda: 0.0)          # this host's own clock: never used
+    clock = ServerClock(lambda: reads.append(1) or 5_000_000_000.0 + len(reads) * 0.001, min_interval=1.0)
+    assert clock.sync() == 5_000_000_000.001 and len(reads) == 1
+    mono[0] += 0.5
+    assert clock.sync() == 5_000_000_000.501 and len(reads) == 1       # extrapolated on the monotonic clock
+    mono[0] += 0.6
+    assert clock.sync() == 5_000_000_000.002 and len(reads) == 2       # read again: the server is the truth
+    mono[0] += 29.0
+    assert clock.now() == 5_000_000_029.002 and len(reads) == 2
+    mono[0] += 1.5
+    clock.now()
+    assert len(reads) == 3                                              # refreshed after 30 s even without sync
 
 
 def test_fake_clock_sleep_advances():

@@ -6,8 +6,8 @@ NOW = 1000.0
 
 
 def expired(**kw):
-    base = dict(id=1, queue="q", token="t", attempts=1, max_attempts=3, at_most_once=False, started_at=900.0,
-                manual_running=0)
+    base = dict(id=1, queue="q", priority=0, token="t", attempts=1, max_attempts=3, at_most_once=False,
+                started_at=900.0, crashes=0, manual_running=0)
     return Expired(**{**base, **kw})
 
 
@@ -37,3 +37,14 @@ def test_queue_defaults_and_secrets_stay_out_of_repr():
     assert settings.queues["report"] == {"lease": 3600}
     assert settings.queues["sms.fast"]["max_attempts"] == 3
     assert "abc" not in repr(settings) and "s3cret" not in repr(settings)
+
+
+def test_a_job_whose_runner_died_three_times_is_a_poison_pill_and_fails():
+    assert recovery.decide(expired(crashes=1, max_attempts=9), NOW).status == "pending"
+    r = recovery.decide(expired(crashes=2, max_attempts=9), NOW)
+    assert (r.status, r.crashed) == ("failed", True) and r.error.startswith(recovery.POISON)
+
+
+def test_a_claim_never_begun_does_not_count_as_a_crash():
+    r = recovery.decide(expired(at_most_once=True, started_at=None, max_attempts=1, crashes=2), NOW)
+    assert (r.status, r.crashed) == ("pending", False)

@@ -1,27 +1,26 @@
-"""bin/cancel.py: pending jobs become cancelled and leave the due index."""
+"""cancel: pending jobs become cancelled and leave the due index; one, or all a filter matches."""
 
 from __future__ import annotations
 
-from .. import app, cli, config
-from ..errors import NotFound
+from .. import app, cli
+from . import _filters
 
-PROG = "cancel.py"
+EPILOG = """examples:
+  %(prog)s --ext order:123                    # every pending job with this business key, in every queue
+  %(prog)s --queue sms --call shop.sms:send_promo --dry-run
+  %(prog)s --queue sms --ext-prefix promo: --yes
+"""
 
 
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "Cancel pending jobs by business key or id. Exit 3 when nothing pending matched.")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--ext", help="business key, e.g. order:123: every pending job with it")
-    which.add_argument("--id", type=int, help="one job id")
-    p.add_argument("--queue", help="only in this queue")
-    args = p.parse_args(argv)
-    result = app.connect(config.load()).cancel(job_id=args.id, ext=args.ext, queue=args.queue)
-    untouched = [f"job {job} is {status}" for job, status in result.untouched]
-    if not result.cancelled:
-        raise NotFound(f"nothing cancelled: {', '.join(untouched)} (only pending jobs can be cancelled)")
-    data = {"cancelled": len(result.cancelled), "ids": [job for job, _ in result.cancelled],
-            "untouched": [{"id": job, "status": status} for job, status in result.untouched]}
-    text = f"cancelled {len(result.cancelled)} job(s)" + (f"; left alone: {', '.join(untouched)}" if untouched else "")
-    cli.emit(args, data, text)
-    return 0
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "Cancel pending jobs. Exit 3 when nothing pending matched; the output names the queues.")
+    p.epilog = EPILOG
+    _filters.add_filter_flags(p)
+    _filters.add_bulk_flags(p)
+    return p
+
+
+def execute(args, settings) -> int:
+    manager = app.open_ready(settings)
+    f = _filters.job_filter(args, manager.clock.now())
+    return _filters.act(args, manager, "cancel", f, lambda f, progress: manager.bulk_cancel(f, progress=progress))

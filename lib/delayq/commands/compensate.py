@@ -1,4 +1,4 @@
-"""bin/compensate.py: recover jobs of vanished runners, rebuild the due index, send alerts (cron, each minute)."""
+"""compensate: recover jobs of vanished runners, rebuild the due index, send alerts (cron, each minute)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ import time
 
 from tqdm import tqdm
 
-from .. import app, cli, config, recovery
+from .. import app, cli
+from ..recovery import Reconciled
 
-PROG = "compensate.py"
 
-
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "Recover running jobs whose lease ran out, put pending jobs missing from the due index "
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "Recover running jobs whose lease ran out, put pending jobs missing from the due index "
                          "back, drop stale index entries, and send alerts for jobs that failed for good. "
                          "Safe to run from several hosts at once.", verbose=True)
     p.add_argument("--rebuild-every", type=float, default=600, metavar="SECONDS",
@@ -22,19 +20,24 @@ def main(argv: list[str] | None = None) -> int:
                         "Redis lost its keys (FLUSHALL, a restart without persistence)")
     p.add_argument("--rebuild", choices=("auto", "now", "never"), default="auto",
                    help="auto (default): by --rebuild-every; now: this run; never: leases and alerts only")
-    args = p.parse_args(argv)
-    settings = config.load()
+    return p
+
+
+def execute(args, settings) -> int:
     cli.setup_logging(args.verbose, settings.log_format)
-    manager = app.connect(settings)
+    manager = app.open_ready(settings)     # a broken configuration fails here, with its cause
     started = time.monotonic()
-    recovered = recovery.recover_expired(manager)
-    rebuilt = recovery.Reconciled()
-    if args.rebuild == "now" or (args.rebuild == "auto" and manager.index.rebuild_due(args.rebuild_every)):
+    recovered = manager.recover_expired()
+    rebuilt = Reconciled()
+    index = manager.index
+    if args.rebuild == "now" or (args.rebuild == "auto" and getattr(index, "rebuild_due", None)
+                                 and index.rebuild_due(args.rebuild_every)):
         with tqdm(desc="reconcile", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
             try:
-                rebuilt = recovery.reconcile(manager, bar.update)
+                rebuilt = manager.reconcile(bar.update)
             except BaseException:
-                manager.index.rebuild_failed()    # let the next run try again, not in --rebuild-every seconds
+                if getattr(index, "rebuild_failed", None):
+                    index.rebuild_failed()    # let the next run try again, not in --rebuild-every seconds
                 raise
     alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
     alerted = manager.send_alerts(alerter) if alerter else 0
@@ -42,5 +45,5 @@ def main(argv: list[str] | None = None) -> int:
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
             "alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
-    cli.emit(args, data, f"{PROG}: " + " ".join(f"{k}={v}" for k, v in data.items()))
+    cli.emit(args, data, f"{args.prog}: " + " ".join(f"{k}={v}" for k, v in data.items()))
     return 0

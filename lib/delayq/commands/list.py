@@ -1,35 +1,42 @@
-"""bin/list.py: a table of jobs, newest first."""
+"""list: a table of jobs, newest first, by the same filters as retry, cancel and purge; keyset pages (--before)."""
 
 from __future__ import annotations
 
-from .. import app, cli, config, jobs
+from .. import app, cli
 from ..errors import InvalidInput
+from ..search import MAX_PAGE
+from . import _filters
 
-PROG = "list.py"
 COLUMNS = (("id", 8), ("queue", 10), ("status", 10), ("att", 5), ("due_at", 29), ("ext", 20), ("callable", 32))
 
 
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "List jobs, newest first.")
-    p.add_argument("--status", choices=jobs.STATUSES, help="only jobs in this status")
-    p.add_argument("--queue", help="only this queue")
-    p.add_argument("--ext-prefix", help="only business keys starting with this, e.g. order:")
-    p.add_argument("--limit", type=int, default=50, help="at most this many rows, 1-10000 (default 50)")
-    args = p.parse_args(argv)
-    if not 1 <= args.limit <= 10_000:
-        raise InvalidInput("--limit must be between 1 and 10000")
-    if args.queue is not None:
-        jobs.check_queue(args.queue)
-    rows = app.connect(config.load()).store.list_jobs(args.status, args.queue, args.ext_prefix, args.limit)
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "List jobs, newest first.")
+    _filters.add_filter_flags(p)
+    p.add_argument("--limit", type=int, default=50, help=f"at most this many rows, 1-{MAX_PAGE} (default 50)")
+    p.add_argument("--before", type=int, metavar="ID", help="the next page: ids below this one (the last id shown)")
+    return p
+
+
+def execute(args, settings) -> int:
+    if not 1 <= args.limit <= MAX_PAGE:
+        raise InvalidInput(f"--limit must be between 1 and {MAX_PAGE}")
+    manager = app.open_manager(settings)
+    f = _filters.job_filter(args, manager.clock.now())
+    rows = manager.search(f, before=args.before, limit=args.limit)
+    paused = manager.paused_queues()
     for row in rows:
         row["due_at"], row["finished_at"] = cli.when(row["due_at"]), cli.when(row["finished_at"])
-        row["last_error"] = (row["last_error"] or "").split("\n")[0] or None
-    cli.emit(args, {"jobs": rows}, table(rows))
+        row["created_at"] = cli.when(row["created_at"])
+        row["last_error"] = str(row["last_error"] or "").split("\n")[0] or None
+    shown = {row["queue"] for row in rows} | set(f.queues)
+    held = {queue: {"since": cli.when(at), "reason": reason} for queue, (at, reason) in paused.items() if queue in shown}
+    more = rows[-1]["id"] if len(rows) == args.limit else None
+    cli.emit(args, {"jobs": rows, "paused": held, "next_before": more}, table(rows, held, more))
     return 0
 
 
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict], paused: dict[str, dict], more: int | None) -> str:
     head = "  ".join(name.ljust(width) for name, width in COLUMNS)
     lines = [head.rstrip(), "  ".join("-" * width for _, width in COLUMNS)]
     for row in rows:
@@ -37,6 +44,11 @@ def table(rows: list[dict]) -> str:
         lines.append("  ".join(_cell(values.get(name), width) for name, width in COLUMNS).rstrip())
     if not rows:
         lines.append("(no jobs)")
+    for queue, info in sorted(paused.items()):
+        lines.append(f"queue {queue} is paused since {info['since']}" + (f": {info['reason']}" if info["reason"] else "")
+                     + f" (delayq resume {queue})")
+    if more is not None:
+        lines.append(f"more: --before {more}")
     return "\n".join(lines)
 
 

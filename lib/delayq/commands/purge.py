@@ -1,32 +1,37 @@
-"""bin/purge.py: delete old finished jobs with their attempts and steps, in small batches."""
+"""purge: delete finished jobs with their attempts and steps, in small batches (their counts stay in the metrics)."""
 
 from __future__ import annotations
 
-import sys
-
-from tqdm import tqdm
-
-from .. import app, cli, config, ladders
+from .. import app, cli
 from ..errors import InvalidInput
+from . import _filters
 
-PROG = "purge.py"
+DEFAULT_STATUSES = "succeeded,cancelled,timed_out"
+EPILOG = """examples:
+  %(prog)s --older-than 3d                     # succeeded, cancelled and timed-out jobs finished 3 days ago
+  %(prog)s --older-than 30d --status failed --yes
+  %(prog)s --queue import --status succeeded --dry-run
+"""
 
 
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "Delete jobs that finished before --older-than, with their history. "
-                         "Failed jobs are kept unless --status names them.")
-    p.add_argument("--older-than", required=True, help="age of finished jobs to delete: 3d, 12h, 3600")
-    p.add_argument("--status", default="succeeded,cancelled,timed_out",
-                   help="final statuses to delete (default succeeded,cancelled,timed_out)")
-    p.add_argument("--batch", type=int, default=500, help="rows per transaction, 1-5000 (default 500)")
-    args = p.parse_args(argv)
-    age = ladders.parse_duration(args.older_than)
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "Delete finished jobs with their history. Failed jobs are kept unless --status names them.")
+    p.epilog = EPILOG
+    _filters.add_filter_flags(p, older_than=True)
+    _filters.add_bulk_flags(p)
+    p.add_argument("--batch", type=int, default=500, help="jobs per transaction, 1-5000 (default 500)")
+    return p
+
+
+def execute(args, settings) -> int:
+    if not any(getattr(args, name) for name in ("id", "queue", "status", "call", "ext", "ext_prefix", "since", "until",
+                                                "error", "older_than")):
+        raise InvalidInput("purge needs a filter: --older-than 3d (the usual), or --id, --queue, --status, ... "
+                           "(see --help)")
     if not 1 <= args.batch <= 5000:
         raise InvalidInput("--batch must be between 1 and 5000")
-    statuses = [s.strip() for s in args.status.split(",") if s.strip()]
-    manager = app.connect(config.load())
-    with tqdm(desc="purge", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-        deleted = manager.purge(statuses, age, args.batch, bar.update)
-    cli.emit(args, {"deleted": deleted, "statuses": statuses}, f"deleted {deleted} job(s) ({', '.join(statuses)})")
-    return 0
+    manager = app.open_ready(settings)
+    args.status = args.status or ([] if args.id else [DEFAULT_STATUSES])    # named ids: any final status
+    f = _filters.job_filter(args, manager.clock.now())
+    return _filters.act(args, manager, "purge", f, lambda f, progress: manager.bulk_purge(f, progress=progress, batch=args.batch),
+                        extra={"statuses": list(f.statuses)}, none_is_error=False)

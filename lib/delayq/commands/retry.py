@@ -1,24 +1,33 @@
-"""bin/retry.py: a person who fixed the cause re-runs a failed job or step, manual steps included."""
+"""retry: a person who fixed the cause re-runs failed jobs or steps, manual steps included; one, or all a filter matches."""
 
 from __future__ import annotations
 
-from .. import app, cli, config, jobs
+from .. import app, cli, validate
+from . import _filters
 
-PROG = "retry.py"
+EPILOG = """examples:
+  %(prog)s --id 41 --step charge_user          # one step of one job, after fixing its cause by hand
+  %(prog)s --id 41 --id 42 --reset-attempts
+  %(prog)s --queue sms --since 2h --time finished --error 'Connection refused' --dry-run
+  %(prog)s --queue sms --since 2h --time finished --yes
+"""
 
 
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "Re-run failed jobs: back to pending, due now or --at. Exit 3 when none is failed.")
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--id", type=int, help="one job id")
-    which.add_argument("--ext", help="every failed job with this business key")
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "Re-run failed jobs: back to pending, due now or --at. Exit 3 when none is failed.")
+    p.epilog = EPILOG
+    _filters.add_filter_flags(p)
+    _filters.add_bulk_flags(p)
     p.add_argument("--step", help="only this step of a multi-step job (default: every failed step)")
     p.add_argument("--reset-attempts", action="store_true", help="start the attempt count and ladder from zero")
-    p.add_argument("--at", help="when to run it: ISO-8601 or epoch seconds (default now)")
-    args = p.parse_args(argv)
-    manager = app.connect(config.load())
-    at = jobs.parse_at(args.at) if args.at else None
-    ids = manager.retry(job_id=args.id, ext=args.ext, step=args.step, reset_attempts=args.reset_attempts, at=at)
-    cli.emit(args, {"retried": len(ids), "ids": ids}, f"retrying {len(ids)} job(s): {', '.join(map(str, ids))}")
-    return 0
+    p.add_argument("--at", help="when to run it: ISO-8601 (without an offset: local time) or epoch seconds (default now)")
+    return p
+
+
+def execute(args, settings) -> int:
+    manager = app.open_ready(settings)
+    f = _filters.job_filter(args, manager.clock.now())
+    at = validate.instant(args.at, "--at") if args.at else None
+    step = validate.text(args.step, "--step", 64) if args.step else None
+    return _filters.act(args, manager, "retry", f, lambda f, progress: manager.bulk_retry(
+        f, step=step, reset_attempts=args.reset_attempts, at=at, progress=progress))

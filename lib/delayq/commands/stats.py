@@ -1,79 +1,130 @@
-"""bin/stats.py: per queue, counts by status, what is due and how late, recent outcomes; table, JSON or Prometheus."""
+"""stats: per queue, counts by status, what is due and how late, throughput and failures of the last minute and
+hour (from the attempts), paused queues and runners; a table, JSON, a Prometheus textfile, or a live view."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import sys
 
-from .. import app, cli, config, jobs
+from .. import app, cli, jobs, metrics
+from ..errors import InvalidInput
 
-PROG = "stats.py"
 HOUR = 3600.0
+FAILED_ATTEMPT = ("retry", "failed", "timed_out", "interrupted")     # an attempt that did not do its work
+COLUMNS = ("queue", "pending", "running", "failed", "due_now", "lag_s", "ok_1m", "ok_1h", "err_1m", "err_1h",
+           "late_avg_s", "late_max_s", "next_due")
 
 
 def gather(manager) -> dict[str, dict]:
-    """queue -> {status counts, due_now, oldest_due_lag_s, next_due, succeeded_1h, failed_1h}."""
-    now = manager.clock.now()
+    """queue -> counts by status, due now, oldest due lag (0 when paused), next due, outcomes of the last minute
+    and hour from the attempts (a retried job's failure still counts), lateness, paused."""
+    now, rows = manager.stats(HOUR)
+    paused = manager.paused_queues()
     queues: dict[str, dict] = {}
-    for queue, status, count, due_now, oldest, upcoming, recent in manager.store.stats(now, now - HOUR):
-        q = queues.setdefault(queue, {"counts": {s: 0 for s in jobs.STATUSES}, "due_now": 0, "oldest_due_lag_s": 0.0,
-                                      "next_due": None, "succeeded_1h": 0, "failed_1h": 0, "timed_out_1h": 0})
+    for queue, status, count, due_now, oldest, upcoming, _ in rows:
+        q = _queue(queues, queue, paused)
         q["counts"][status] = int(count)
         if status == jobs.PENDING:
+            # cli.number: a due time edited by hand into text, inf or 1e300 gives an inf or nan lag, never a crash
             q["due_now"] = int(due_now or 0)
-            q["oldest_due_lag_s"] = round(max(0.0, now - float(oldest)), 3) if q["due_now"] else 0.0
+            late = now - cli.number(oldest) if q["due_now"] and not q["paused"] else 0.0
+            q["oldest_due_lag_s"] = round(max(0.0, late), 3)
+            q["oldest_due"] = None if oldest is None else float(oldest)
             q["next_due"] = None if upcoming is None else float(upcoming)
-        if status in (jobs.SUCCEEDED, jobs.FAILED, jobs.TIMED_OUT):
-            q[f"{status}_1h"] = int(recent or 0)
+    for queue, outcome, hour, minute, late_avg, late_max in manager.recent_attempts():
+        q = _queue(queues, queue or "", paused)
+        for window, n in (("1m", int(minute or 0)), ("1h", int(hour or 0))):
+            q[f"attempts_{window}"] += n
+            if outcome in ("succeeded", "failed", "timed_out"):
+                q[f"{outcome}_{window}"] += n
+            if outcome in FAILED_ATTEMPT:
+                q[f"errors_{window}"] += n
+        if late_avg is not None:
+            _lateness(q, int(hour or 0), float(late_avg), float(late_max))
+    for queue in paused:
+        _queue(queues, queue, paused)
     return queues
 
 
-@cli.boundary(PROG)
-def main(argv: list[str] | None = None) -> int:
-    p = cli.parser(PROG, "Per-queue statistics for operators (one pass over the jobs table).")
-    p.add_argument("--prom", metavar="FILE", help="also write a Prometheus textfile (node_exporter's textfile collector)")
-    args = p.parse_args(argv)
-    stats = gather(app.connect(config.load()))
+def _queue(queues: dict[str, dict], queue: str, paused: dict) -> dict:
+    if queue not in queues:
+        queues[queue] = {"counts": dict.fromkeys(jobs.STATUSES, 0), "due_now": 0, "oldest_due_lag_s": 0.0,
+                         "oldest_due": None, "next_due": None, "paused": queue in paused,
+                         "paused_since": paused[queue][0] if queue in paused else None,
+                         "paused_reason": paused[queue][1] if queue in paused else None,
+                         "lateness_avg_s": None, "lateness_max_s": None, "_late_n": 0}
+        for window in ("1m", "1h"):
+            for key in ("attempts", "succeeded", "failed", "timed_out", "errors"):
+                queues[queue][f"{key}_{window}"] = 0
+    return queues[queue]
+
+
+def _lateness(q: dict, n: int, avg: float, top: float) -> None:
+    """Merge one outcome's lateness (average over n attempts, maximum) into the queue's."""
+    total = q["_late_n"] + n
+    if total:
+        q["lateness_avg_s"] = round(((q["lateness_avg_s"] or 0.0) * q["_late_n"] + avg * n) / total, 3)
+    q["lateness_max_s"] = round(max(top, q["lateness_max_s"] if q["lateness_max_s"] is not None else top), 3)
+    q["_late_n"] = total
+
+
+def build_parser(prog: str) -> cli.Parser:
+    p = cli.parser(prog, "Per-queue statistics for operators: counts, lateness, the last minute and hour of attempts, "
+                         "paused queues, runners.")
+    p.add_argument("--prom", metavar="FILE", help="also write the Prometheus metrics to FILE (node_exporter's textfile "
+                                                 "collector; written to a temporary file, then renamed)")
+    p.add_argument("--watch", nargs="?", type=float, const=2.0, metavar="SECONDS",
+                   help="refresh every SECONDS (default 2) until Ctrl-C")
+    return p
+
+
+def execute(args, settings) -> int:
+    if args.watch is not None and not 0.2 <= args.watch <= 3600:
+        raise InvalidInput("--watch takes 0.2 to 3600 seconds")
+    manager = app.open_manager(settings)
+    if args.watch is None:
+        return show(args, manager)
+    try:
+        while True:
+            if sys.stdout.isatty() and not args.json:
+                print("\x1b[H\x1b[2J", end="")
+            show(args, manager)
+            sys.stdout.flush()
+            manager.clock.sleep(args.watch)
+    except KeyboardInterrupt:
+        return 0
+
+
+def show(args, manager) -> int:
+    stats = gather(manager)
     if args.prom:
-        write_prom(args.prom, stats)
-    shown = {q: dict(s, next_due=cli.when(s["next_due"])) for q, s in stats.items()}
-    cli.emit(args, {"queues": shown}, table(shown))
+        metrics.write_textfile(args.prom, manager)
+    runners = manager.workers()
+    shown = {q: {k: (cli.when(v) if k in ("next_due", "oldest_due", "paused_since") else v) for k, v in s.items()
+                 if not k.startswith("_")} for q, s in stats.items()}
+    data = {"time": cli.when(manager.clock.now()), "queues": shown,
+            "workers": {state: sum(1 for w in runners if w.state == state) for state in ("live", "lost", "stopped")}}
+    cli.emit(args, data, table(shown) + "\n" + footer(shown, data["workers"]))
     return 0
 
 
 def table(stats: dict[str, dict]) -> str:
-    cols = ["queue", *jobs.STATUSES, "due_now", "lag_s", "ok_1h", "failed_1h", "next_due"]
-    rows = [[q, *[str(s["counts"][st]) for st in jobs.STATUSES], str(s["due_now"]), f"{s['oldest_due_lag_s']:.1f}",
-             str(s["succeeded_1h"]), str(s["failed_1h"]), s["next_due"] or "-"] for q, s in sorted(stats.items())]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
+    rows = [[q + (" (paused)" if s["paused"] else ""), str(s["counts"]["pending"]), str(s["counts"]["running"]),
+             str(s["counts"]["failed"]), str(s["due_now"]), f"{s['oldest_due_lag_s']:.1f}", str(s["succeeded_1m"]),
+             str(s["succeeded_1h"]), str(s["errors_1m"]), str(s["errors_1h"]), _num(s["lateness_avg_s"]),
+             _num(s["lateness_max_s"]), s["next_due"] or "-"] for q, s in sorted(stats.items())]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines) if rows else lines[0] + "\n(no jobs)"
 
 
-def prom_text(stats: dict[str, dict]) -> str:
-    out = ["# HELP delayq_jobs Jobs by queue and status.", "# TYPE delayq_jobs gauge"]
-    for q, s in sorted(stats.items()):
-        out += [f'delayq_jobs{{queue="{_label(q)}",status="{st}"}} {n}' for st, n in s["counts"].items()]
-    for name, key, help_ in (("delayq_due_now", "due_now", "Pending jobs whose due time has come."),
-                             ("delayq_oldest_due_lag_seconds", "oldest_due_lag_s", "How late the oldest due job is."),
-                             ("delayq_succeeded_last_hour", "succeeded_1h", "Jobs succeeded in the last hour."),
-                             ("delayq_failed_last_hour", "failed_1h", "Jobs failed for good in the last hour."),
-                             ("delayq_timed_out_last_hour", "timed_out_1h", "Jobs ended by their deadline in the last hour.")):
-        out += [f"# HELP {name} {help_}", f"# TYPE {name} gauge"]
-        out += [f'{name}{{queue="{_label(q)}"}} {s[key]}' for q, s in sorted(stats.items())]
-    return "\n".join(out) + "\n"
+def footer(stats: dict[str, dict], workers: dict[str, int]) -> str:
+    lines = [f"paused: {q} since {s['paused_since']}" + (f" ({s['paused_reason']})" if s["paused_reason"] else "")
+             for q, s in sorted(stats.items()) if s["paused"]]
+    lines.append(f"runners: {workers['live']} live, {workers['lost']} stopped beating, {workers['stopped']} stopped "
+                 "(delayq workers)")
+    return "\n".join(lines) + "\n(ok/err: attempts that succeeded / failed or were retried; late: start minus due, last hour)"
 
 
-def write_prom(path: str, stats: dict[str, dict]) -> None:
-    """Write atomically (temp file + rename), so the collector never reads half a file."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".delayq-", suffix=".prom.tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(prom_text(stats))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

@@ -1,37 +1,55 @@
-"""The due index: which job ids are due when, and which are in flight.
+"""The due index: which jobs are due when, which are in flight, and how a runner claims them.
 
 The store is the truth; the index is derived from it and can be rebuilt from it.
-Times are epoch seconds (float) from the caller's clock; each entry names its
-queue because keys are per queue.
+Whoever indexes, claims: each index claims its own way (the in-database index with
+FOR UPDATE SKIP LOCKED / BEGIN IMMEDIATE, Redis with one Lua script per queue), and the
+runner calls `claim` without knowing which index it has.
+
+Times are epoch seconds (float) from the caller's clock. Entries name their queue
+(keys are per queue) and their priority (the claim order: higher first among due jobs).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Iterator
+
+from ..jobs import Job
+
+Entry = tuple[int, str, float, int]      # (job id, queue, due_at, priority)
 
 
 class DueIndex(ABC):
-    in_store = False     # True: the store's own rows are the index (no separate writes)
+    # True when the index is kept apart from the rows: a job written on the application's own connection
+    # is flagged (index_pending) and its entry added by catch_up() once the application committed.
+    follows_commit = False
 
     @abstractmethod
-    def add(self, entries: list[tuple[int, str, float]]) -> None:
-        """Index (job_id, queue, due_at) entries; idempotent (re-adding moves the due time)."""
+    def add(self, entries: list[Entry]) -> None:
+        """Index new due jobs; idempotent (re-adding moves the due time)."""
 
     @abstractmethod
     def remove(self, entries: list[tuple[int, str]]) -> None:
-        """Drop (job_id, queue) from the due set (cancel)."""
+        """Drop (job id, queue) from the due set (cancel)."""
 
     @abstractmethod
-    def claim(self, queue: str, now: float, limit: int, lease_until: float) -> list[int]:
-        """Atomically move up to `limit` ids due by `now` into the in-flight set; earliest first."""
+    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
+        """Atomically claim up to `limit` jobs due by `now` and mark them running under `token`.
+
+        Highest priority first across `queues`, the queues taking turns among equal
+        priorities (fairness.fair_pick). Two runners never get the same job. A job's
+        lease runs out at now + its own lease seconds, else `lease` seconds.
+        `token` is new for each claim: an index that retries through a failover may repeat
+        a claim whose reply was lost, and a repeat under the same token takes nothing more.
+        """
+
+    @abstractmethod
+    def reschedule(self, entries: list[Entry]) -> None:
+        """Committed retries and snoozes: in flight -> due at the new time, atomically per queue."""
 
     @abstractmethod
     def release(self, entries: list[tuple[int, str]]) -> None:
-        """Drop (job_id, queue) from the in-flight set, once their outcome is committed."""
-
-    @abstractmethod
-    def reschedule(self, entries: list[tuple[int, str, float]]) -> None:
-        """Atomically per queue: in flight -> due at the new time (a retry, once committed)."""
+        """Drop (job id, queue) from the in-flight set, once their final outcome is committed."""
 
     @abstractmethod
     def next_due(self, queues: list[str]) -> float | None:
@@ -39,62 +57,49 @@ class DueIndex(ABC):
 
     @abstractmethod
     def server_time(self) -> float:
-        """The index server's clock, epoch seconds."""
+        """The clock that owns due times (Redis TIME, or the database's), epoch seconds."""
 
-    # -- rebuild (bin/compensate.py) -----------------------------------------
-    def restore(self, entries: list[tuple[int, str, float]], now: float) -> int:
-        """Add pending (job_id, queue, due_at) missing from the index; returns how many were added.
+    def check(self) -> None:
+        """Prove the index answers (BackendError naming the cause otherwise); the in-database index has nothing to do."""
+
+    def catch_up(self, limit: int = 1000) -> int:
+        """Index jobs committed inside an application's transaction (the outbox); returns how many."""
+        return 0
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+class RebuildableIndex(DueIndex):
+    """An index kept apart from the store (Redis), which compensate can rebuild from the rows."""
+
+    follows_commit = True
+
+    @abstractmethod
+    def restore(self, entries: list[Entry], now: float) -> int:
+        """Add pending jobs missing from the index; returns how many were added.
 
         Atomic per call and queue; ids claimed by a live runner (in flight, lease
-        not run out) are left alone.
+        not run out) are left alone, ids in flight past their lease are due again.
         """
-        return 0
 
-    def members(self, batch: int = 1000, kinds: tuple[str, ...] = ("due", "inflight")):
-        """Yield (queue, kind, [(job_id, score)]) pages of every due ('due') and in-flight ('inflight') set."""
-        return iter(())
+    @abstractmethod
+    def members(self, batch: int = 1000, kinds: tuple[str, ...] = ("due", "inflight")
+                ) -> Iterator[tuple[str, str, list[tuple[int, float]]]]:
+        """Yield (queue, 'due' or 'inflight', [(job id, raw score)]) pages of every set of this prefix."""
 
+    @abstractmethod
     def sizes(self) -> int:
         """How many members all due sets hold."""
-        return 0
 
+    @abstractmethod
     def drop_unchanged(self, queue: str, which: str, members: list[tuple[int, float]]) -> int:
-        """Remove members whose score is still the one read; returns how many were removed."""
-        return 0
+        """Remove members whose raw score is still the one read; returns how many were removed."""
 
+    @abstractmethod
     def rebuild_due(self, every: float) -> bool:
         """True at most once per `every` seconds across all hosts, and at once after the index was wiped."""
-        return False
 
+    @abstractmethod
     def rebuild_failed(self) -> None:
         """Forget the last rebuild_due(), so the next run rebuilds."""
-
-
-class StoreIndex(DueIndex):
-    """No Redis: the store's rows (status, due_at) are the index; claims go through the store."""
-
-    in_store = True
-
-    def __init__(self, store):
-        self.store = store
-
-    def add(self, entries):
-        pass
-
-    def remove(self, entries):
-        pass
-
-    def claim(self, queue, now, limit, lease_until):
-        raise NotImplementedError("the in-store index claims through Store.claim_due")
-
-    def release(self, entries):
-        pass
-
-    def reschedule(self, entries):
-        pass
-
-    def next_due(self, queues):
-        return self.store.next_due(queues)
-
-    def server_time(self):
-        return self.store.server_time()

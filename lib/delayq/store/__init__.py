@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from .base import Cancelled, Inserted, Store
+from ..config import DEFAULT_DB_TIMEOUT
+from .base import (Cancelled, Changed, ClaimStore, ControlStore, Expired, Inserted, JobStore, MaintenanceStore, Recovery,
+                   ReportStore, Step, StepStore, Store)
 
-__all__ = ["Cancelled", "Inserted", "Store", "open_store"]
+__all__ = ["Cancelled", "Changed", "ClaimStore", "ControlStore", "Expired", "Inserted", "JobStore", "MaintenanceStore",
+           "Recovery", "ReportStore", "Step", "StepStore", "Store", "open_store"]
 
 
-def open_store(database_url: str, prefix: str) -> Store:
+def open_store(database_url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT) -> Store:
+    """The store for a URL already checked by config (mysql://... or sqlite:///...); connects lazily.
+
+    timeout: seconds any one wait on a MySQL server may take (DELAYQ_DB_TIMEOUT).
+    """
     if database_url.startswith("mysql:"):
         from .mysql import MySQLStore
 
-        return MySQLStore(database_url, prefix)
+        return MySQLStore(database_url, prefix, timeout)
     from .sqlite import SQLiteStore
 
     return SQLiteStore(database_url, prefix)

@@ -1,16 +1,29 @@
 """The store: the durable record of every job and attempt (the source of truth).
 
-Every method is one transaction: it commits before it returns, or changes
-nothing and raises BackendError. Times are epoch seconds (float) as read from
-the injected clock; the store never reads the clock itself.
+Five small interfaces, one per concern, so a caller depends on the part it uses:
+
+  JobStore          write, cancel and read jobs
+  ClaimStore        claims and outcomes: what a runner does to jobs it runs
+  StepStore         the steps of multi-step jobs
+  MaintenanceStore  schema, leases and recovery, the due index's rebuild and outbox, alerts, retry, purge
+  ReportStore       the operator's views and the metrics derived from the rows
+  ControlStore      paused queues, runner heartbeats, the dashboard's audit trail: what operators and runners
+                    tell each other
+
+Every method is one transaction: it commits before it returns, or changes nothing and
+raises BackendError (except JobStore.insert_jobs_on, which writes inside the caller's
+transaction). Times are epoch seconds (float) from the injected clock; the store never
+reads the clock itself. Durations are seconds.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from ..jobs import Attempt, Job, JobSpec, Outcome
+from ..search import JobFilter
 
 
 @dataclass(frozen=True)
@@ -18,7 +31,7 @@ class Inserted:
     id: int
     status: str
     due_at: float
-    created: bool       # False: a live --unique job with this queue+ext already existed
+    created: bool       # False: a live unique job with this queue+ext already existed
 
 
 @dataclass(frozen=True)
@@ -27,17 +40,30 @@ class Cancelled:
     untouched: list[tuple[int, str]]     # (id, status) not pending, so left alone
 
 
+UNIQUE_TAKEN = "unique: another job with its queue and ext is live"     # why retry_ids skipped a unique job
+
+
+@dataclass(frozen=True)
+class Changed:
+    """What a bulk change did to one batch: each job changed only if it was still in the state the action needs."""
+
+    changed: list[tuple[int, str, int]]  # (id, queue, priority) changed
+    skipped: list[tuple[int, str]]       # (id, reason): the job's status when it was not the one needed, or why not
+
+
 @dataclass(frozen=True)
 class Expired:
     """A running job whose lease ran out, as compensate finds it."""
 
     id: int
     queue: str
+    priority: int
     token: str
     attempts: int
     max_attempts: int
     at_most_once: bool
     started_at: float | None      # NULL for an at-most-once job that never began
+    crashes: int                  # runners that died while running it, before this one
     manual_running: int           # manual steps that began and never reported
 
 
@@ -47,6 +73,7 @@ class Recovery:
 
     id: int
     queue: str
+    priority: int
     token: str
     status: str                   # pending (runs again) or failed
     due_at: float | None
@@ -54,6 +81,7 @@ class Recovery:
     counts: bool                  # the interrupted attempt really began: keep it counted and recorded
     attempt: int
     started_at: float | None
+    crashed: bool = False         # count it as a runner that died running the job
 
 
 @dataclass(frozen=True)
@@ -68,28 +96,67 @@ class Step:
     finished_at: float | None
 
 
-class Store(ABC):
-    backend: str = "store"
+class JobStore(ABC):
+    """Write, cancel and read jobs."""
 
     @abstractmethod
-    def migrate(self, now: float) -> list[int]:
-        """Create or upgrade the tables; idempotent. Returns the versions applied now."""
-
-    @abstractmethod
-    def server_time(self) -> float:
-        """The database's clock in epoch seconds (for ServerClock)."""
-
-    @abstractmethod
-    def insert_jobs(self, specs: list[JobSpec], now: float) -> list[Inserted]:
-        """Insert jobs as pending, in one transaction, batched; one result per spec, in order.
+    def insert_jobs(self, specs: list[JobSpec], now: float, index_pending: bool = False) -> list[Inserted]:
+        """Insert jobs as pending, in one transaction; one result per spec, in order.
 
         A unique spec whose queue+ext already has a live job returns that job
         (created=False) and inserts nothing; a unique index decides, not a read.
+        index_pending marks the rows as waiting for their due-index entry (the outbox).
+        """
+
+    @abstractmethod
+    def insert_jobs_on(self, connection: Any, specs: list[JobSpec], now: float,
+                       index_pending: bool) -> list[Inserted]:
+        """The same on the caller's open DB-API connection, inside the caller's transaction.
+
+        Nothing is committed or rolled back here: the jobs exist if and only if the
+        caller commits. index_pending marks rows whose index entry follows the commit (the outbox).
         """
 
     @abstractmethod
     def delete_jobs(self, ids: list[int]) -> None:
         """Remove jobs outright: undoes an enqueue whose index write failed."""
+
+    @abstractmethod
+    def cancel(self, now: float, job_id: int | None = None, ext: str | None = None,
+               queue: str | None = None) -> Cancelled:
+        """Cancel the pending jobs matching id or ext (optionally within a queue), rows locked while deciding."""
+
+    @abstractmethod
+    def cancel_ids(self, ids: list[int], now: float) -> Changed:
+        """Cancel those of `ids` still pending, rows locked while deciding; the others are skipped with their status."""
+
+    @abstractmethod
+    def get(self, job_id: int) -> Job | None:
+        """One job by id."""
+
+    @abstractmethod
+    def by_ext(self, ext: str, queue: str | None = None) -> list[Job]:
+        """Jobs with a business key, oldest first."""
+
+    @abstractmethod
+    def by_event(self, event_id: str) -> list[Job]:
+        """Every job created by one emitted event, oldest first."""
+
+    @abstractmethod
+    def attempts(self, job_id: int) -> list[Attempt]:
+        """A job's attempts in order."""
+
+    @abstractmethod
+    def statuses(self, ids: list[int]) -> dict[int, str]:
+        """id -> status for those of `ids` that exist."""
+
+    @abstractmethod
+    def make_due(self, job_id: int, now: float) -> bool:
+        """A pending job's due time becomes `now` (run now); False, and nothing changed, if it is not pending."""
+
+
+class ClaimStore(ABC):
+    """Claims and outcomes: the writes a runner makes for the jobs it runs."""
 
     @abstractmethod
     def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
@@ -104,8 +171,9 @@ class Store(ABC):
     def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
         """The in-database index: atomically start up to `limit` jobs due by `now`.
 
-        Concurrent callers never get the same job (FOR UPDATE SKIP LOCKED, or
-        SQLite's single writer).
+        Per queue, highest priority first, then earliest due; at most `limit` in all, shared
+        fairly between the queues that have due jobs. Concurrent callers never get the same
+        job (FOR UPDATE SKIP LOCKED, or SQLite's single writer).
         """
 
     @abstractmethod
@@ -113,34 +181,30 @@ class Store(ABC):
         """Earliest due time among pending jobs of `queues` (in-database index)."""
 
     @abstractmethod
-    def finish(self, outcomes: list[Outcome], token: str, now: float) -> tuple[set[int], list[tuple[int, str, float]]]:
-        """Write outcomes and attempt rows in one transaction; returns the ids `token` still held.
+    def finish(self, outcomes: list[Outcome], now: float) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+        """Write outcomes and attempt rows in one transaction; returns the ids whose claim still held.
 
-        An outcome is written only where the row still holds `token`, so a
-        runner that lost its lease cannot overwrite another runner's record.
-        Attempt rows are written for every outcome: the run did happen. An
-        outcome's followup (the on_timeout handler of a job its deadline ended) is
-        inserted in the same transaction; their (id, queue, due_at) are returned
-        second, for the index.
+        Each outcome is written only where the row still holds the outcome's claim
+        token (outcome.job.token), so a runner that lost its lease cannot overwrite
+        another runner's record. Attempt rows are written for every outcome: the run
+        did happen. An outcome's followup (the on_timeout handler of a job its deadline
+        ended) is inserted in the same transaction; their (id, queue, due_at, priority) are returned second.
         """
 
     @abstractmethod
-    def cancel(self, now: float, job_id: int | None = None, ext: str | None = None, queue: str | None = None) -> Cancelled:
-        """Cancel the pending jobs matching id or ext (optionally within a queue)."""
+    def unclaim(self, jobs: list[Job], now: float) -> list[Job]:
+        """Claimed jobs that never started back to pending at once, where their claim still holds.
+
+        The claim does not count as an attempt. Returns those put back (the index re-adds them).
+        """
 
     @abstractmethod
-    def get(self, job_id: int) -> Job | None:
-        """One job by id."""
+    def keep_alive(self, jobs: list[Job], now: float, lease: float) -> int:
+        """Move the leases of running jobs to now + their lease (else `lease`), where the claim holds.
 
-    @abstractmethod
-    def by_ext(self, ext: str, queue: str | None = None) -> list[Job]:
-        """Jobs with a business key, oldest first."""
+        Called by a live runner for the jobs it runs: a lease then runs out only when its runner died.
+        """
 
-    @abstractmethod
-    def attempts(self, job_id: int) -> list[Attempt]:
-        """A job's attempts in order."""
-
-    # -- leases and recovery (bin/compensate.py) -------------------------------
     @abstractmethod
     def begin_job(self, job_id: int, token: str, now: float) -> bool:
         """Record that an at-most-once job begins; False if its claim or lease is gone (do not run it)."""
@@ -149,19 +213,10 @@ class Store(ABC):
     def extend_lease(self, job_id: int, token: str, until: float, now: float) -> bool:
         """Move a running job's lease to `until`; False if the claim is gone."""
 
-    @abstractmethod
-    def expired(self, now: float, limit: int) -> list[Expired]:
-        """Up to `limit` running jobs whose lease ran out before `now`, oldest lease first."""
 
-    @abstractmethod
-    def recover(self, decisions: list[Recovery], now: float) -> list[Recovery]:
-        """Apply recovery decisions in one transaction, each only if the job still holds the token seen.
+class StepStore(ABC):
+    """The steps of multi-step jobs (seed 003)."""
 
-        Interrupted manual steps become failed, auto steps pending; an attempt row
-        "interrupted" is written where the attempt counts. Returns those applied.
-        """
-
-    # -- steps ---------------------------------------------------------------
     @abstractmethod
     def steps(self, job_id: int) -> list[Step]:
         """A job's steps in declared order."""
@@ -182,39 +237,104 @@ class Store(ABC):
     def finish_step(self, job_id: int, name: str, status: str, error: str | None, now: float) -> None:
         """Record a running step's outcome (succeeded or failed)."""
 
-    # -- index rebuild, alerts, manual retry, purge --------------------------
-    @abstractmethod
-    def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float]]:
-        """(id, queue, due_at) of pending jobs with id > after_id, in id order."""
+
+class MaintenanceStore(ABC):
+    """Schema, recovery of expired leases, the index's rebuild and outbox, alerts, retry by hand, purge."""
 
     @abstractmethod
-    def statuses(self, ids: list[int]) -> dict[int, str]:
-        """id -> status for those of `ids` that exist."""
+    def migrate(self, now: float) -> list[int]:
+        """Create or upgrade the tables; idempotent. Returns the versions applied now."""
+
+    @abstractmethod
+    def server_time(self) -> float:
+        """The database's clock in epoch seconds (for ServerClock)."""
+
+    @abstractmethod
+    def expired(self, now: float, limit: int) -> list[Expired]:
+        """Up to `limit` running jobs whose lease ran out before `now`, oldest lease first."""
+
+    @abstractmethod
+    def recover(self, decisions: list[Recovery], now: float) -> list[Recovery]:
+        """Apply recovery decisions in one transaction, each only if the job still holds the token seen.
+
+        Interrupted manual steps become failed, auto steps pending; an attempt row
+        "interrupted" is written where the attempt counts. Returns those applied.
+        """
+
+    @abstractmethod
+    def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
+        """(id, queue, due_at, priority) of pending jobs with id > after_id, in id order (keyset pages)."""
+
+    @abstractmethod
+    def outbox(self, limit: int) -> list[tuple[int, str, float, int]]:
+        """(id, queue, due_at, priority) of committed jobs still waiting for their due-index entry, oldest first."""
+
+    @abstractmethod
+    def outbox_done(self, ids: list[int]) -> None:
+        """Their due-index entries were added."""
 
     @abstractmethod
     def alerts_due(self, limit: int) -> list[dict]:
-        """Failed jobs whose alert is not delivered yet (id, queue, ext, callable, attempts, last_error)."""
+        """Failed jobs whose alert is not delivered yet (id, queue, ext, callable, attempts, last_error, finished_at)."""
 
     @abstractmethod
     def mark_alerted(self, ids: list[int], now: float) -> None:
         """The alert for these jobs was delivered."""
 
     @abstractmethod
-    def retry(self, job_id: int, due_at: float, now: float, reset_attempts: bool, step: str | None) -> tuple[str, str] | None:
-        """A failed job (and its failed steps, or only `step`) back to pending; see bin/retry.py."""
+    def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:
+        """Those of `ids` still failed back to pending at `due_at`, with their failed steps (or only `step`).
+
+        One transaction, rows locked while deciding. Skipped: jobs not failed (reason: their status),
+        without `step` ("no step ..."), or unique jobs whose queue+ext has another live job now.
+        """
 
     @abstractmethod
-    def purge_page(self, statuses: list[str], before: float, limit: int) -> list[int]:
-        """Up to `limit` ids of jobs in `statuses` finished before `before`."""
+    def step_names(self, job_id: int) -> list[str]:
+        """A job's step names in declared order."""
 
     @abstractmethod
-    def delete_with_history(self, ids: list[int]) -> None:
-        """Delete jobs with their attempt and step rows, in one short transaction."""
+    def purge_ids(self, ids: list[int], statuses: list[str]) -> Changed:
+        """Delete those of `ids` whose status is in `statuses`, with their attempts and steps, in one transaction.
 
-    # -- the operator's view, events and tubes ---------------------------------
+        Their counts (jobs enqueued and cancelled, attempts by outcome, run time and lateness buckets)
+        are added to the folded totals in the same transaction, so derived counters never go down.
+        """
+
+
+class ReportStore(ABC):
+    """The operator's views: each one query, bounded by its limit."""
+
     @abstractmethod
-    def by_event(self, event_id: str) -> list[Job]:
-        """Every job created by one emitted event."""
+    def search(self, f: "JobFilter", before: int | None, limit: int) -> list[dict]:
+        """Up to `limit` jobs matching the filter with id < `before` (None: from the newest), newest first.
+
+        A keyset page: the next page passes the last id seen as `before`; no OFFSET scans.
+        """
+
+    @abstractmethod
+    def search_keys(self, f: "JobFilter", before: int | None, limit: int,
+                    by_id: bool = False) -> list[tuple[int, str, str]]:
+        """(id, queue, status) of up to `limit` jobs matching the filter with id < `before`, newest first.
+
+        by_id: walk the primary key backwards whatever the filter (for a walk over many matches: each page then
+        reads only up to its last match, where an index on the filter's columns would sort every remaining match).
+        """
+
+    @abstractmethod
+    def count(self, f: "JobFilter") -> list[tuple[str, str, int]]:
+        """(queue, status, how many) of the jobs matching the filter."""
+
+    @abstractmethod
+    def recent_attempts(self, minute: float, hour: float) -> list[tuple]:
+        """Rows (queue, outcome, attempts finished since `hour`, of them since `minute`, average and maximum
+        lateness in seconds): attempts, not current statuses, so a retried job's failure still counts."""
+
+    @abstractmethod
+    def metrics(self) -> list[tuple[str, str, str, int, float]]:
+        """Rows (queue, kind, name, count, sum): kind outcome (attempts by outcome), duration and lateness
+        (histogram buckets named by their upper bound, not cumulative), jobs (enqueued, cancelled); purged rows
+        included through the folded totals. One statement: one consistent read."""
 
     @abstractmethod
     def stats(self, now: float, since: float) -> list[tuple]:
@@ -234,8 +354,62 @@ class Store(ABC):
         """The oldest failed job ids of a queue."""
 
     @abstractmethod
-    def clone(self) -> "Store":
-        """The same store on a connection of its own, for another thread."""
+    def queue_counts(self, now: float) -> list[tuple[str, str, int, int, float | None]]:
+        """Rows (queue, status, count, due by `now`, earliest due) for the pending, running and failed jobs only:
+        read from the (status, queue, due_at) index, never the final rows."""
+
+    @abstractmethod
+    def attempts_per_minute(self, since: float) -> list[tuple[int, str, int]]:
+        """Rows (minute, outcome, attempts) for the attempts finished since `since`; minute 0 starts at `since`."""
+
+
+class ControlStore(ABC):
+    """Paused queues, runner heartbeats and the audit trail of actions taken on the dashboard.
+    Each method is one short transaction."""
+
+    @abstractmethod
+    def pause(self, queue: str, reason: str | None, now: float) -> bool:
+        """Pause a queue; False if it was paused already (a new reason replaces the old one)."""
+
+    @abstractmethod
+    def resume(self, queue: str) -> bool:
+        """Resume a queue; False if it was not paused."""
+
+    @abstractmethod
+    def paused(self) -> dict[str, tuple[float, str | None]]:
+        """queue -> (paused since, reason) for every paused queue."""
+
+    @abstractmethod
+    def beat(self, worker: dict[str, Any], running: str, now: float) -> None:
+        """Upsert a runner's row: worker holds id, host, pid, queues, concurrency, every, started_at;
+        `running` is the JSON of the jobs it runs now; last_seen becomes `now`."""
+
+    @abstractmethod
+    def worker_stopped(self, worker_id: str, now: float) -> None:
+        """Mark a runner's row stopped now (a clean exit)."""
+
+    @abstractmethod
+    def workers(self) -> list[dict[str, Any]]:
+        """Every runner row (id, host, pid, queues, concurrency, every, started_at, last_seen, stopped_at, running)."""
+
+    @abstractmethod
+    def forget_workers(self, before: float) -> int:
+        """Delete rows of runners last seen before `before`; returns how many."""
+
+    @abstractmethod
+    def record_action(self, row: dict[str, Any]) -> None:
+        """Append one audit row: id, at (epoch seconds), address, actor, action, target, jobs, detail."""
+
+    @abstractmethod
+    def actions(self, before: float, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` audit rows older than `before`, newest first."""
+
+
+class Store(JobStore, ClaimStore, StepStore, MaintenanceStore, ReportStore, ControlStore):
+    """Every part together, as one backend implements them (SqlStore on MySQL or SQLite)."""
+
+    backend: str = "store"
+    where: str = ""
 
     def close(self) -> None:
-        """Release the connection; the store reconnects on next use."""
+        """Release the connections; the store reconnects on next use."""

@@ -1,0 +1,114 @@
+"""Bulk actions: retry, cancel or purge every job a JobFilter matches, in batches, with bounded memory.
+
+The matching ids are walked in keyset pages (newest first, `id < last seen`: no OFFSET, no list
+of every match held in memory). Each page is changed in one short transaction that locks its
+rows and changes only those still in the state the action needs; a job that changed meanwhile
+is skipped and counted by reason. What a run keeps grows with the number of queues, never with
+the number of jobs: counts per queue, counts per skip reason and the first few ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
+
+from .errors import InvalidInput
+from .jobs import FAILED, FINAL, PENDING
+from .search import JobFilter
+from .store import Changed, ReportStore
+
+BATCH = 500          # ids per page and per transaction
+SCAN_BY_ID = 5000    # above this many matches, pages walk the primary key (linear in all) instead of an index
+SAMPLE = 20          # ids kept to show (all of them when the action touched no more)
+ACTIONS = {          # action -> (the statuses it acts on, how a refusal names them)
+    "retry": ((FAILED,), "failed jobs"),
+    "cancel": ((PENDING,), "pending jobs"),
+    "purge": (FINAL, "final statuses"),
+}
+
+
+@dataclass
+class BulkResult:
+    """What a bulk action did (or, from Manager.bulk_preview, would do)."""
+
+    total: int = 0                                           # jobs changed
+    per_queue: dict[str, int] = field(default_factory=dict)  # queue -> jobs changed
+    skipped: dict[str, int] = field(default_factory=dict)    # reason (a status, "gone", ...) -> jobs left alone
+    sample_ids: list[int] = field(default_factory=list)      # the first SAMPLE ids changed, newest first
+    skipped_ids: list[tuple[int, str]] = field(default_factory=list)   # the first SAMPLE (id, reason) left alone
+
+    @property
+    def queues(self) -> list[str]:
+        return sorted(self.per_queue)
+
+    @property
+    def complete(self) -> bool:
+        """sample_ids holds every id changed."""
+        return self.total <= len(self.sample_ids)
+
+    def add(self, changed: Changed) -> None:
+        self.total += len(changed.changed)
+        for job, queue, _ in changed.changed:
+            self.per_queue[queue] = self.per_queue.get(queue, 0) + 1
+        for job, reason in changed.skipped:
+            self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.sample_ids += [job for job, _, _ in changed.changed[:SAMPLE - len(self.sample_ids)]]
+        self.skipped_ids += changed.skipped[:SAMPLE - len(self.skipped_ids)]
+
+
+def scoped(action: str, f: JobFilter) -> JobFilter:
+    """The filter an action walks: only the statuses it acts on, unless ids name the jobs (then any status is
+    looked at, and the others are reported as skipped with their status)."""
+    allowed, label = ACTIONS[action]
+    bad = sorted(set(f.statuses) - set(allowed))
+    if bad:
+        raise InvalidInput(f"{action} takes {label} only ({', '.join(allowed)}), not {', '.join(bad)}", "status")
+    if f.empty:
+        raise InvalidInput(f"{action} needs a filter (--id, --queue, --status, --call, --ext, --ext-prefix, --since, "
+                           "--until, --error): it never acts on every job at once")
+    return f if f.statuses or f.ids else replace(f, statuses=allowed)
+
+
+def pages(store: ReportStore, f: JobFilter, batch: int | None = None, many: bool = False) -> Iterator[list[int]]:
+    """The ids matching `f`, one keyset page at a time (`batch` ids, default BATCH), newest first.
+
+    many: the filter matches many jobs, so walk the primary key: each page reads the rows down to its last
+    match, the whole walk reads the table once; through an index on the filter's columns, every page would
+    read and sort all the remaining matches instead (a million matches: 2,000 sorts of up to a million rows).
+    """
+    batch = batch or BATCH
+    before = None
+    while True:
+        keys = store.search_keys(f, before, batch, by_id=many)
+        if keys:
+            yield [job for job, _, _ in keys]
+        if len(keys) < batch:
+            return
+        before = keys[-1][0]
+
+
+def run(store: ReportStore, f: JobFilter, change: Callable[[list[int]], Changed],
+        progress: Callable[[int], None] | None = None, batch: int | None = None) -> BulkResult:
+    """Apply `change` to every page of ids matching `f`; each call is one transaction."""
+    result = BulkResult()
+    many = sum(n for _, _, n in store.count(f)) > SCAN_BY_ID
+    for ids in pages(store, f, batch, many):
+        result.add(change(ids))
+        if progress:
+            progress(len(ids))
+    return result
+
+
+def preview(counts: list[tuple[str, str, int]], sample: list[dict], action: str) -> BulkResult:
+    """What an action would do, from Manager.count and a first page: per queue for the statuses it acts on,
+    the rest as skipped by status."""
+    allowed = ACTIONS[action][0]
+    result = BulkResult(sample_ids=[row["id"] for row in sample if row["status"] in allowed][:SAMPLE])
+    for queue, status, n in counts:
+        if status in allowed:
+            result.total += n
+            result.per_queue[queue] = result.per_queue.get(queue, 0) + n
+        else:
+            result.skipped[status] = result.skipped.get(status, 0) + n
+    result.skipped_ids = [(row["id"], row["status"]) for row in sample if row["status"] not in allowed][:SAMPLE]
+    return result

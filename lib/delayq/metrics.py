@@ -1,0 +1,158 @@
+"""Prometheus metrics derived from the database on every scrape, with prometheus_client.
+
+Nothing is counted in a process: the counters and histograms are the attempts and jobs tables
+(plus the totals purge folded away, see store `tallies`), so they are the same whichever
+runner or host served the scrape, and survive restarts. Served two ways: a textfile for
+node_exporter's textfile collector (`stats --prom FILE`, written atomically) and an HTTP
+endpoint (`delayq metrics --listen HOST:PORT`).
+
+A scrape costs a few aggregate queries over the attempts and jobs tables (what purge keeps
+small). When the database is away, a scrape answers delayq_up 0 instead of failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import defaultdict
+from typing import TYPE_CHECKING, Iterator
+
+from prometheus_client import CollectorRegistry, start_http_server, write_to_textfile
+from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
+                                            Metric)
+
+from .errors import DelayqError, InvalidInput
+from .jobs import PENDING, STATUSES
+
+if TYPE_CHECKING:
+    from .manager import Manager
+
+log = logging.getLogger(__name__)
+COUNTERS = (  # (metric, kind, name in the metrics rows, help)
+    ("delayq_jobs_enqueued", "jobs", "enqueued", "Jobs enqueued."),
+    ("delayq_jobs_succeeded", "outcome", "succeeded", "Attempts that succeeded."),
+    ("delayq_jobs_failed", "outcome", "failed", "Jobs that failed for good (their last attempt failed)."),
+    ("delayq_jobs_retried", "outcome", "retry", "Attempts that failed and were scheduled again on the ladder."),
+    ("delayq_jobs_timed_out", "outcome", "timed_out", "Jobs their deadline ended (timed_out)."),
+    ("delayq_jobs_cancelled", "jobs", "cancelled", "Jobs cancelled."),
+)
+# The buckets' upper bounds: the same as the CASE of the tally_attempts query in sql/queries.sql (a test checks).
+DURATION_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+LATENESS_BOUNDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
+HISTOGRAMS = (
+    ("delayq_job_duration_seconds", "duration", DURATION_BOUNDS, "How long one attempt ran, seconds."),
+    ("delayq_job_lateness_seconds", "lateness", LATENESS_BOUNDS,
+     "How late an attempt started: start minus the due time it was claimed at, seconds."),
+)
+
+
+class Collector:
+    """A prometheus_client collector that reads every value from the database when scraped."""
+
+    def __init__(self, manager: "Manager"):
+        self.manager = manager
+
+    def describe(self) -> list[Metric]:
+        return []      # nothing to query at registration
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            rows, (now, stats), workers, paused = (self.manager.metrics(), self.manager.stats(3600),
+                                                    self.manager.workers(), self.manager.paused_queues())
+        except DelayqError as exc:
+            log.warning("metrics: %s", exc)
+            yield GaugeMetricFamily("delayq_up", "1 if the last scrape could read the database.", value=0)
+            return
+        yield GaugeMetricFamily("delayq_up", "1 if the last scrape could read the database.", value=1)
+        yield from counters(rows)
+        yield from histograms(rows)
+        yield from gauges(now, stats, workers, paused)
+
+
+def counters(rows: list[tuple[str, str, str, int, float]]) -> Iterator[Metric]:
+    values = {(queue, kind, name): n for queue, kind, name, n, _ in rows}
+    queues = sorted({queue for queue, *_ in rows})
+    for metric, kind, name, help_ in COUNTERS:
+        family = CounterMetricFamily(metric, help_, labels=["queue"])
+        for queue in queues:
+            family.add_metric([queue], values.get((queue, kind, name), 0))
+        yield family
+    family = CounterMetricFamily("delayq_attempts", "Attempts by outcome (retry, snoozed, interrupted, ...).",
+                                 labels=["queue", "outcome"])
+    for queue, kind, name, n, _ in sorted(rows):
+        if kind == "outcome":
+            family.add_metric([queue, name], n)
+    yield family
+
+
+def histograms(rows: list[tuple[str, str, str, int, float]]) -> Iterator[Metric]:
+    for metric, kind, bounds, help_ in HISTOGRAMS:
+        found: dict[str, dict[float, tuple[int, float]]] = defaultdict(dict)
+        for queue, row_kind, name, n, total in rows:
+            if row_kind == kind:
+                found[queue][float(name)] = (n, total)
+        family = HistogramMetricFamily(metric, help_, labels=["queue"])
+        for queue, buckets in sorted(found.items()):
+            running, cumulative = 0, []
+            for bound in (*bounds, math.inf):
+                running += buckets.get(float(bound), (0, 0.0))[0]
+                cumulative.append(("+Inf" if math.isinf(bound) else str(float(bound)), running))
+            family.add_metric([queue], cumulative, sum_value=sum(total for _, total in buckets.values()))
+        yield family
+
+
+def gauges(now: float, stats: list[tuple], workers: list, paused: dict) -> Iterator[Metric]:
+    jobs = GaugeMetricFamily("delayq_jobs", "Jobs by queue and status, now.", labels=["queue", "status"])
+    due = GaugeMetricFamily("delayq_due_now", "Pending jobs whose due time has come.", labels=["queue"])
+    lag = GaugeMetricFamily("delayq_oldest_due_lag_seconds", "How late the oldest due job is (0 in a paused queue).",
+                            labels=["queue"])
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATUSES, 0))
+    waiting: dict[str, tuple[int, float]] = {}
+    for queue, status, count, due_now, oldest, *_ in stats:
+        counts[queue][status] = int(count)
+        if status == PENDING and due_now and queue not in paused:
+            waiting[queue] = (int(due_now), max(0.0, now - float(oldest)))
+    for queue, by_status in sorted(counts.items()):
+        for status, n in by_status.items():
+            jobs.add_metric([queue, status], n)
+        due.add_metric([queue], waiting.get(queue, (0, 0.0))[0])
+        lag.add_metric([queue], round(waiting.get(queue, (0, 0.0))[1], 3))
+    held = GaugeMetricFamily("delayq_queue_paused", "1 for a paused queue (its jobs are not claimed).", labels=["queue"])
+    for queue in sorted(paused):
+        held.add_metric([queue], 1)
+    runners = GaugeMetricFamily("delayq_workers", "Runner heartbeats by state (live, lost, stopped).", labels=["state"])
+    states = {"live": 0, "lost": 0, "stopped": 0}
+    for worker in workers:
+        states[worker.state] += 1
+    for state, n in states.items():
+        runners.add_metric([state], n)
+    yield from (jobs, due, lag, held, runners)
+
+
+def registry(manager: "Manager") -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(Collector(manager))
+    return reg
+
+
+def write_textfile(path: str, manager: "Manager") -> None:
+    """Write the metrics for node_exporter's textfile collector: a temporary file in the same directory, renamed
+    over `path`, so the collector never reads half a file. InvalidInput for a directory that does not exist."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InvalidInput(f"--prom {path}: directory {folder} does not exist (create it, or use node_exporter's "
+                           "--collector.textfile.directory)")
+    try:
+        write_to_textfile(path, registry(manager))
+    except OSError as exc:
+        raise InvalidInput(f"--prom {path}: cannot write it: {exc.strerror}") from None
+
+
+def serve(manager: "Manager", host: str, port: int):
+    """Serve /metrics over HTTP from a daemon thread; returns the server (server.server_port, server.shutdown())."""
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry(manager))
+    except OSError as exc:
+        raise DelayqError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return server

@@ -1,0 +1,76 @@
+"""What one run of a job comes to: succeeded, pending again (a retry or a snooze), failed, or timed_out.
+
+decide() is pure (the ladder, max_attempts and the deadline); outcome() adds what the
+supervisor learnt that the job itself could not report: it ran past its time limit, its
+process died under it, or the runner stopped before it ended.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .. import ladders
+from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
+from .execute import ERROR, LATE, OK, PERMANENT, SNOOZE, Result
+
+# Kinds only the supervisor can tell:
+TIMEOUT = "timeout"          # ran past its time limit: stopped, counted as a failure
+CRASHED = "crashed"          # its worker process died while it ran alone: a crash counted (3: a poison pill)
+INTERRUPTED = "interrupted"  # the runner stopped it (shutdown past the grace period): not the job's fault
+UNKNOWN = "outcome unknown: check by hand, then delayq retry"
+POISON_AFTER = 3
+
+
+def decide(job: Job, result: Result, rng: random.Random | None = None) -> tuple[str, float | None, bool]:
+    """(status, next due, ended by the deadline) after one attempt.
+
+    A failure follows the ladder and max_attempts and ends failed (alerted), also
+    when the deadline stops its retries. Polling that never got its answer ends
+    timed_out (no alert): a snooze whose next poll would fall after the deadline,
+    or, without a deadline, a snooze on the last allowed attempt.
+    """
+    kind, finished = result.kind, result.finished
+    if kind == OK:
+        return SUCCEEDED, None, False
+    if kind == LATE:
+        return TIMED_OUT, None, True
+    if kind == PERMANENT or (kind == CRASHED and job.crashes + 1 >= POISON_AFTER):
+        return FAILED, None, False
+    if job.at_most_once and kind in (TIMEOUT, CRASHED, INTERRUPTED):
+        return FAILED, None, False
+    if kind == INTERRUPTED:
+        return PENDING, finished, False          # again at once: it was not the job's fault
+    snooze = kind == SNOOZE
+    ended = TIMED_OUT if snooze else FAILED
+    if job.attempts >= job.max_attempts and not (snooze and job.deadline is not None):
+        return ended, None, False
+    if snooze and result.snooze is not None:
+        due = finished + max(0.0, float(result.snooze))
+    else:
+        due = finished + ladders.parse(job.ladder).delay(job.attempts, rng)
+    if job.deadline is not None and due > job.deadline:
+        return ended, None, True
+    return PENDING, due, False
+
+
+def outcome(job: Job, result: Result, rng: random.Random | None = None) -> Outcome:
+    """The Outcome to commit for one Result (the on_timeout follow-up is added by the supervisor)."""
+    status, due, by_deadline = decide(job, result, rng)
+    return Outcome(job, status, result.started, result.finished, error_of(job, result, status, by_deadline), due,
+                   snoozed=result.kind == SNOOZE, interrupted=result.kind in (TIMEOUT, CRASHED, INTERRUPTED),
+                   crashed=result.kind == CRASHED, ended_by_deadline=by_deadline)
+
+
+def error_of(job: Job, result: Result, status: str, by_deadline: bool) -> str | None:
+    if result.kind == LATE:
+        return "deadline passed before this attempt began"
+    if status == TIMED_OUT:
+        return f"timed out: still not done after {job.attempts} attempt(s), " + (
+            "the deadline passed" if by_deadline else "max_attempts reached")
+    if result.kind == SNOOZE or result.kind == OK:
+        return None
+    if job.at_most_once and result.kind in (TIMEOUT, CRASHED, INTERRUPTED):
+        return f"{result.error}; {UNKNOWN}"
+    if result.kind == CRASHED and status == FAILED:
+        return f"killed its runner: {result.error}"
+    return result.error

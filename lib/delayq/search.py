@@ -1,0 +1,79 @@
+"""Which jobs an operator means: one filter for list, the bulk actions (retry, cancel, purge) and the web search.
+
+A JobFilter is a value; validate it once with `JobFilter.checked()`. The store turns each
+set field into one named SQL fragment (sql/queries.sql, "filter_*") and joins them with
+AND, so every combination uses bound parameters and the indexes a fragment can use.
+Results come in keyset pages (id below the last one seen): no OFFSET scans, bounded memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from . import validate
+from .errors import InvalidInput
+from .jobs import STATUSES
+
+TIME_FIELDS = {"due": "due_at", "created": "created_at", "finished": "finished_at"}
+MAX_PAGE = 10_000
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    ids: tuple[int, ...] = ()
+    queues: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    call: str | None = None              # a callable's name, or a prefix ending with ':' or '.' (a module)
+    ext: str | None = None               # one business key, exactly
+    ext_prefix: str | None = None        # business keys starting with this (matched literally)
+    since: float | None = None           # epoch seconds, inclusive, on `time_field`
+    until: float | None = None           # epoch seconds, exclusive, on `time_field`
+    time_field: str = "due"              # due, created or finished
+    error: str | None = None             # text found in the last error (a scan: combine with other filters)
+
+    def checked(self) -> "JobFilter":
+        """The same filter with every field validated, or InvalidInput naming the field."""
+        for job_id in self.ids:
+            if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
+                raise InvalidInput(f"--id must be a positive integer, not {job_id!r}", "id")
+        for queue in self.queues:
+            validate.queue(queue, "--queue", tube=True)
+        bad = set(self.statuses) - set(STATUSES)
+        if bad:
+            raise InvalidInput(f"--status {', '.join(sorted(bad))} is unknown: use {', '.join(STATUSES)}", "status")
+        if self.time_field not in TIME_FIELDS:
+            raise InvalidInput(f"time field {self.time_field!r} is unknown: use due, created or finished", "time_field")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InvalidInput("--since must be before --until", "since")
+        return replace(self, call=_text(self.call, "--call", 255), ext=validate.ext(self.ext, "--ext"),
+                       ext_prefix=validate.ext(self.ext_prefix, "--ext-prefix"), error=_text(self.error, "--error", 200))
+
+    def describe(self) -> str:
+        """The set fields in words, for messages: "queue 'sms', status failed"."""
+        parts = [f"id {', '.join(map(str, self.ids))}" if self.ids else "",
+                 f"queue {', '.join(map(repr, self.queues))}" if self.queues else "",
+                 f"status {', '.join(self.statuses)}" if self.statuses else "",
+                 f"call {self.call!r}" if self.call else "", f"ext {self.ext!r}" if self.ext is not None else "",
+                 f"ext prefix {self.ext_prefix!r}" if self.ext_prefix is not None else "",
+                 f"{self.time_field} time from {_when(self.since)}" if self.since is not None else "",
+                 f"{self.time_field} time before {_when(self.until)}" if self.until is not None else "",
+                 f"error containing {self.error!r}" if self.error else ""]
+        return ", ".join(part for part in parts if part) or "every job"
+
+    @property
+    def empty(self) -> bool:
+        """No field set: every job matches (a bulk action refuses this unless told otherwise)."""
+        return self == JobFilter(time_field=self.time_field)
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+
+def _text(value: str | None, field_name: str, limit: int) -> str | None:
+    if value is None:
+        return None
+    if not value:
+        raise InvalidInput(f"{field_name} must not be empty", field_name)
+    return validate.text(value, field_name, limit)

@@ -1,0 +1,147 @@
+"""ClaimStore on SQL: start claimed jobs, claim in the database, write outcomes in groups."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+from ..fairness import fair_pick
+from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
+from .sql_jobs import CHUNK, rows_to_jobs
+
+_FINISH = ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out"))
+
+
+class _NotAllHeld(Exception):
+    """Rolls back the fast path of finish() when a claim no longer holds every job."""
+
+
+def in_order(jobs: list[Job], ids: Sequence[int]) -> list[Job]:
+    """The started jobs in the order they were claimed (priority first), not the database's."""
+    rank = {job_id: i for i, job_id in enumerate(ids)}
+    return sorted(jobs, key=lambda job: rank[job.id])
+
+
+def _group_jobs(jobs: Iterable[Job]) -> dict[str, list[Job]]:
+    groups: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        groups[job.token or ""].append(job)
+    return groups
+
+
+def _by_token(outcomes: Iterable[Outcome]) -> dict[str, list[Outcome]]:
+    groups: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        groups[outcome.job.token or ""].append(outcome)
+    return groups
+
+
+class ClaimsSql:
+    q: Any
+    run: Any
+    tx: Any
+    returning: bool
+    _insert: Any
+
+    def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
+        if not ids:
+            return []
+        with self.tx() as cur:
+            return self._start(cur, ids, token, now, lease)
+
+    def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> list[Job]:
+        jobs: list[Job] = []
+        for start in range(0, len(ids), CHUNK):
+            part = list(ids[start:start + CHUNK])
+            self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part)
+            jobs.extend(rows_to_jobs(self.run(cur, "select_claimed", ids=part, token=token)))
+        return jobs
+
+    def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
+        with self.tx() as cur:
+            # Each queue's candidates, locked (others skip them), walked in the by_claim index's order.
+            candidates = [self.run(cur, "lock_due", queue=queue, now=now, limit=limit).fetchall() for queue in queues]
+            ids = fair_pick(candidates, limit)
+            return in_order(self._start(cur, ids, token, now, lease), ids) if ids else []
+
+    def next_due(self, queues: list[str]) -> float | None:
+        with self.tx(write=False) as cur:
+            row = self.run(cur, "next_due", queues=list(queues)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def finish(self, outcomes: list[Outcome], now: float) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+        if not outcomes:
+            return set(), []
+        try:   # the usual case: every claim still holds its jobs, checked by the update counts
+            with self.tx() as cur:
+                updated, followups = self._write_outcomes(cur, outcomes, outcomes, now)
+                if updated != len(outcomes):
+                    raise _NotAllHeld
+            return {o.job.id for o in outcomes}, followups
+        except _NotAllHeld:
+            pass
+        with self.tx() as cur:   # some lease was taken over: lock the rows, write only those still held
+            held: set[int] = set()
+            for token, group in _by_token(outcomes).items():
+                rows = self.run(cur, "lock_held", ids=[o.job.id for o in group], token=token).fetchall()
+                held.update(row[0] for row in rows)
+            _, followups = self._write_outcomes(cur, [o for o in outcomes if o.job.id in held], outcomes, now)
+        return held, followups
+
+    def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome],
+                        now: float) -> tuple[int, list[tuple[int, str, float, int]]]:
+        """Outcome updates for `mine` (each conditional on its token), attempt rows for every run.
+
+        Returns the rows updated, and the timeout-handler jobs inserted for jobs the deadline ended.
+        """
+        updated = 0
+        for token, group in _by_token(o for o in mine if o.status == SUCCEEDED).items():
+            for start in range(0, len(group), CHUNK):
+                ids = [o.job.id for o in group[start:start + CHUNK]]
+                updated += self.run(cur, "finish_succeeded", now=now, token=token, ids=ids).rowcount
+        for status, name in _FINISH:
+            rows = [{"due_at": o.due_at, "error": o.error, "now": now, "id": o.job.id, "token": o.job.token,
+                     "crashed": 1 if o.crashed else 0} for o in mine if o.status == status]
+            if rows:
+                cur.executemany(self.q(name)[0], rows)
+                updated += cur.rowcount
+        for start in range(0, len(ran), CHUNK):
+            rows = [(o.job.id, o.job.attempts, o.started_at, o.finished_at, o.attempt_outcome, o.error, o.job.queue,
+                     o.job.due_at) for o in ran[start:start + CHUNK]]
+            self.run(cur, "insert_attempts_json", rows=json.dumps(rows, ensure_ascii=False))   # one parameter
+        for o in mine:
+            if o.interrupted:    # stopped from outside: its running steps are recovered as compensate would
+                self.run(cur, "recover_manual_steps", error=o.error, now=now, id=o.job.id)
+                self.run(cur, "recover_auto_steps", now=now, id=o.job.id)
+        handlers = [o.followup for o in mine if o.followup is not None]
+        ids = self._insert(cur, handlers, now, False, self.returning) if handlers else []
+        return updated, [(i, spec.queue, spec.due_at, spec.priority) for i, spec in zip(ids, handlers)]
+
+    def unclaim(self, jobs: list[Job], now: float) -> list[Job]:
+        held: list[Job] = []
+        with self.tx() as cur:
+            for token, group in _group_jobs(jobs).items():
+                self.run(cur, "unclaim_jobs", now=now, token=token, ids=[j.id for j in group])
+                rows = self.run(cur, "select_statuses", ids=[j.id for j in group]).fetchall()
+                pending = {job_id for job_id, status in rows if status == PENDING}
+                held.extend(j for j in group if j.id in pending)
+        return held
+
+    def keep_alive(self, jobs: list[Job], now: float, lease: float) -> int:
+        kept = 0
+        if jobs:
+            with self.tx() as cur:
+                for token, group in _group_jobs(jobs).items():
+                    for start in range(0, len(group), CHUNK):
+                        ids = [j.id for j in group[start:start + CHUNK]]
+                        kept += self.run(cur, "keep_alive", now=now, lease=lease, token=token, ids=ids).rowcount
+        return kept
+
+    def begin_job(self, job_id: int, token: str, now: float) -> bool:
+        with self.tx() as cur:
+            return self.run(cur, "begin_job", now=now, id=job_id, token=token).rowcount == 1
+
+    def extend_lease(self, job_id: int, token: str, until: float, now: float) -> bool:
+        with self.tx() as cur:
+            return self.run(cur, "extend_lease", until=until, now=now, id=job_id, token=token).rowcount == 1

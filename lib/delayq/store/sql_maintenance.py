@@ -1,0 +1,134 @@
+"""MaintenanceStore on SQL: leases and recovery, the index's rebuild and outbox, alerts, retry by hand, purge.
+
+(The schema itself, migrate and check_schema, lives with the transactions in sql.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..jobs import FAILED, PENDING
+from .base import UNIQUE_TAKEN, Changed, Expired, Recovery
+from .sql_jobs import CHUNK, chunks, skipped
+
+
+class MaintenanceSql:
+    run: Any
+    tx: Any
+    integrity_error: Any
+    _fold_tallies: Any
+
+    # -- leases --------------------------------------------------------------
+    def expired(self, now: float, limit: int) -> list[Expired]:
+        with self.tx(write=False) as cur:
+            return [Expired(*row) for row in self.run(cur, "expired_leases", now=now, limit=limit).fetchall()]
+
+    def recover(self, decisions: list[Recovery], now: float) -> list[Recovery]:
+        applied = []
+        with self.tx() as cur:
+            for d in decisions:
+                crashed = 1 if d.crashed else 0
+                if d.status == PENDING:
+                    cur = self.run(cur, "recover_pending", due_at=d.due_at, uncount=0 if d.counts else 1,
+                                   crashed=crashed, error=d.error, now=now, id=d.id, token=d.token)
+                else:
+                    cur = self.run(cur, "recover_failed", now=now, error=d.error, crashed=crashed, id=d.id,
+                                   token=d.token)
+                if cur.rowcount != 1:
+                    continue    # another compensate run (or the runner itself) got there first
+                applied.append(d)
+                self.run(cur, "recover_manual_steps", error=d.error, now=now, id=d.id)
+                self.run(cur, "recover_auto_steps", now=now, id=d.id)
+                if d.counts:
+                    self.run(cur, "insert_attempt", id=d.id, attempt=d.attempt, started_at=d.started_at or now,
+                             finished_at=now, outcome="interrupted", error=d.error, queue=d.queue, due_at=None)
+        return applied
+
+    # -- the due index: rebuild and outbox -----------------------------------
+    def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
+        with self.tx(write=False) as cur:
+            packed = self.run(cur, "pending_page", after=after_id, limit=limit).fetchone()[0]
+        rows = json.loads(packed) if packed else []
+        return sorted((int(job), queue, float(due), int(priority)) for job, queue, due, priority in rows)
+
+    def outbox(self, limit: int) -> list[tuple[int, str, float, int]]:
+        with self.tx(write=False) as cur:
+            rows = self.run(cur, "outbox_page", limit=limit).fetchall()
+        return [(int(r[0]), r[1], float(r[2]), int(r[3])) for r in rows]
+
+    def outbox_done(self, ids: list[int]) -> None:
+        if ids:
+            with self.tx() as cur:
+                for start in range(0, len(ids), CHUNK):
+                    self.run(cur, "outbox_clear", ids=ids[start:start + CHUNK])
+
+    # -- alerts --------------------------------------------------------------
+    def alerts_due(self, limit: int) -> list[dict[str, Any]]:
+        with self.tx(write=False) as cur:
+            self.run(cur, "alerts_due", limit=limit)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def mark_alerted(self, ids: list[int], now: float) -> None:
+        if ids:
+            with self.tx() as cur:
+                for start in range(0, len(ids), CHUNK):
+                    self.run(cur, "mark_alerted", now=now, ids=ids[start:start + CHUNK])
+
+    # -- retry by hand ------------------------------------------------------
+    def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:
+        with self.tx() as cur:
+            rows = [row for part in chunks(ids) for row in self.run(cur, "lock_keys", ids=part).fetchall()]
+            failed = [(row[0], row[1], row[3]) for row in rows if row[2] == FAILED]
+            left = skipped(ids, rows, (FAILED,))
+            if step is not None and failed:
+                have = {row[0] for part in chunks([job for job, _, _ in failed])
+                        for row in self.run(cur, "jobs_with_step", ids=part, step=step).fetchall()}
+                left += [(job, f"no step {step!r}") for job, _, _ in failed if job not in have]
+                failed = [row for row in failed if row[0] in have]
+            done = self._retry_rows(cur, failed, due_at, now, reset_attempts)
+            retried = {job for job, _, _ in done}
+            left += [(job, UNIQUE_TAKEN) for job, _, _ in failed if job not in retried]
+            reset = 1 if reset_attempts else 0
+            for part in chunks([job for job, _, _ in done]):
+                self.run(cur, "retry_steps", reset=reset, now=now, ids=part, step=step)
+        return Changed(done, left)
+
+    def _retry_rows(self, cur: Any, rows: list[tuple[int, str, int]], due_at: float, now: float,
+                    reset_attempts: bool) -> list[tuple[int, str, int]]:
+        """Each chunk in one UPDATE; where a unique job's queue+ext is live again elsewhere, that chunk one row
+        at a time, skipping the job (a failed statement alone is undone: the transaction goes on)."""
+        params = {"due_at": due_at, "now": now, "reset": 1 if reset_attempts else 0}
+        done = []
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start:start + CHUNK]
+            try:
+                self.run(cur, "retry_jobs", ids=[job for job, _, _ in part], **params)
+                done += part
+                continue
+            except self.integrity_error:
+                pass
+            for row in part:
+                try:
+                    self.run(cur, "retry_jobs", ids=[row[0]], **params)
+                    done.append(row)
+                except self.integrity_error:
+                    continue
+        return done
+
+    def step_names(self, job_id: int) -> list[str]:
+        with self.tx(write=False) as cur:
+            return [row[0] for row in self.run(cur, "step_names", id=job_id).fetchall()]
+
+    # -- purge ---------------------------------------------------------------
+    def purge_ids(self, ids: list[int], statuses: list[str]) -> Changed:
+        with self.tx() as cur:
+            rows = [row for part in chunks(ids) for row in self.run(cur, "lock_keys", ids=part).fetchall()]
+            gone = [row for row in rows if row[2] in statuses]
+            for start in range(0, len(gone), CHUNK):
+                part = [row[0] for row in gone[start:start + CHUNK]]
+                self._fold_tallies(cur, gone[start:start + CHUNK], part)
+                for name in ("delete_attempts_of", "delete_steps_of", "delete_jobs"):
+                    self.run(cur, name, ids=part)
+        return Changed([(row[0], row[1], row[3]) for row in gone], skipped(ids, rows, statuses))

@@ -1,0 +1,134 @@
+"""ReportStore on SQL: the operator's views, each one bounded query, and the metrics derived from the rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence
+
+from ..search import TIME_FIELDS, JobFilter
+
+
+def escape_like(text: str) -> str:
+    """A literal prefix for LIKE ... ESCAPE '!'."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+    """The filter's SQL fragments (their names in sql/queries.sql), parameters and tokens."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+
+    def use(fragment: str, **values: Any) -> None:
+        parts.append(fragment)
+        params.update(values)
+
+    if f.ids:
+        use("filter_ids", ids=list(f.ids))
+    if f.queues:
+        use("filter_queues", queues=list(f.queues))
+    if f.statuses:
+        use("filter_statuses", statuses=list(f.statuses))
+    if f.call and f.call[-1] in ":.":
+        use("filter_call_prefix", call_like=escape_like(f.call) + "%")
+    elif f.call:
+        use("filter_call", call=f.call)
+    if f.ext is not None:
+        use("filter_ext", ext=f.ext)
+    if f.ext_prefix is not None:
+        use("filter_ext_prefix", ext_like=escape_like(f.ext_prefix) + "%")
+    if f.since is not None:
+        use("filter_since", since=f.since)
+    if f.until is not None:
+        use("filter_until", until=f.until)
+    if f.error is not None:
+        use("filter_error", error_like="%" + escape_like(f.error) + "%")
+    return parts, params, {"time_column": TIME_FIELDS[f.time_field]}
+
+
+class ReportingSql:
+    run: Any
+    tx: Any
+    q: Any
+    integrity_error: Any
+    tokens: dict[str, str]
+
+    def search(self, f: JobFilter, before: int | None, limit: int) -> list[dict]:
+        parts, params, tokens = where(f)
+        with self.tx(write=False) as cur:
+            cur.execute(*self.q.compose("search_jobs", parts, tokens, before=before or 2**62, limit=limit, **params))
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def search_keys(self, f: JobFilter, before: int | None, limit: int,
+                    by_id: bool = False) -> list[tuple[int, str, str]]:
+        parts, params, tokens = where(f)
+        tokens["by_id"] = self.tokens["scan_by_id"] if by_id else ""
+        with self.tx(write=False) as cur:
+            cur.execute(*self.q.compose("search_keys", parts, tokens, before=before or 2**62, limit=limit, **params))
+            return [(int(job), queue, status) for job, queue, status in cur.fetchall()]
+
+    def count(self, f: JobFilter) -> list[tuple[str, str, int]]:
+        parts, params, tokens = where(f)
+        with self.tx(write=False) as cur:
+            cur.execute(*self.q.compose("count_jobs", parts, tokens, **params))
+            return [(queue, status, int(n)) for queue, status, n in cur.fetchall()]
+
+    def stats(self, now: float, since: float) -> list[tuple]:
+        with self.tx(write=False) as cur:
+            return [tuple(row) for row in self.run(cur, "stats", now=now, since=since).fetchall()]
+
+    def recent_attempts(self, minute: float, hour: float) -> list[tuple]:
+        with self.tx(write=False) as cur:
+            return [tuple(row) for row in self.run(cur, "recent_attempts", minute=minute, hour=hour).fetchall()]
+
+    def metrics(self) -> list[tuple[str, str, str, int, float]]:
+        with self.tx(write=False) as cur:
+            cur.execute(*self.q.compose("metrics", [], {}))
+            return [(queue, kind, name, int(n or 0), float(total or 0)) for queue, kind, name, n, total in cur.fetchall()]
+
+    def _fold_tallies(self, cur: Any, rows: Sequence[Sequence], ids: list[int]) -> None:
+        """Add the counts of jobs `rows` (id, queue, status, ...) and of their attempts to the folded totals."""
+        totals: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0, 0.0])
+        for _, queue, status, *_ in rows:
+            totals[(queue, "jobs", "enqueued")][0] += 1
+            if status == "cancelled":
+                totals[(queue, "jobs", "cancelled")][0] += 1
+        cur.execute(*self.q.compose("tally_attempts", ["filter_attempts_of"], {}, ids=ids))
+        for queue, kind, name, n, total in cur.fetchall():
+            totals[(queue, kind, name)][0] += int(n)
+            totals[(queue, kind, name)][1] += float(total or 0)
+        for (queue, kind, name), (n, total) in totals.items():
+            self._tally(cur, {"queue": queue, "kind": kind, "name": name, "n": n, "total": total})
+
+    def _tally(self, cur: Any, row: dict[str, Any]) -> None:
+        if self.run(cur, "tally_add", **row).rowcount:
+            return
+        try:
+            self.run(cur, "tally_insert", **row)
+        except self.integrity_error:     # another purge inserted it meanwhile
+            self.run(cur, "tally_add", **row)
+
+    def list_jobs(self, status: str | None, queue: str | None, ext_prefix: str | None, limit: int) -> list[dict]:
+        like = None if ext_prefix is None else escape_like(ext_prefix) + "%"
+        with self.tx(write=False) as cur:
+            self.run(cur, "list_jobs", status=status, queue=queue, ext_like=like, limit=limit)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def live_queues_like(self, pattern: str) -> list[str]:
+        with self.tx(write=False) as cur:
+            return [row[0] for row in self.run(cur, "live_queues_like", pattern=pattern).fetchall()]
+
+    def failed_in_queue(self, queue: str, limit: int) -> list[int]:
+        with self.tx(write=False) as cur:
+            return [row[0] for row in self.run(cur, "failed_in_queue", queue=queue, limit=limit).fetchall()]
+
+    def queue_counts(self, now: float) -> list[tuple[str, str, int, int, float | None]]:
+        with self.tx(write=False) as cur:
+            return [(queue, status, int(n), int(due or 0), None if first is None else float(first))
+                    for queue, status, n, due, first in self.run(cur, "queue_counts", now=now).fetchall()]
+
+    def attempts_per_minute(self, since: float) -> list[tuple[int, str, int]]:
+        with self.tx(write=False) as cur:
+            rows = self.run(cur, "attempts_per_minute", since=since).fetchall()
+            return [(int(minute), outcome, int(n)) for minute, outcome, n in rows]

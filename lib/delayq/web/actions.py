@@ -1,0 +1,170 @@
+"""Every change made from the dashboard: a POST (CSRF-checked in security.py) that calls one manager verb, writes
+one audit row (when, from which address, who, what, how many jobs; refusals too, with why), then redirects to a
+page that shows the outcome. Bulk actions first show what they would do (Manager.bulk_preview) on a
+confirmation page; only its form acts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
+
+from ..bulk import BulkResult
+from ..commands._filters import done_text, dry_text
+from ..errors import BackendError, DelayqError, InvalidInput, NotFound
+from . import forms
+from .display import as_params
+
+BULK = {"retry": "retried", "cancel": "cancelled", "purge": "deleted"}
+
+
+def manager() -> Any:
+    return current_app.extensions["delayq"]
+
+
+def audit(action: str, target: str, jobs: int, detail: str | None = None) -> None:
+    manager().record_action(request.remote_addr or "?", g.actor or "?", action, target, jobs, detail)
+
+
+def act(action: str, target: str, back: str, do: Callable[[], tuple[int, str]]) -> Any:
+    """Run one verb; flash and audit what it did, or why it refused (a DelayqError's one line)."""
+    try:
+        jobs, text = do()
+    except BackendError:
+        raise
+    except DelayqError as exc:
+        audit(action, target, 0, f"refused: {exc}")
+        flash(str(exc), "error")
+        return redirect(back)
+    audit(action, target, jobs, text)
+    flash(text, "ok")
+    return redirect(back)
+
+
+def retry(job_id: int) -> Any:
+    step = request.form.get("step") or None
+    target = f"job {job_id}" + (f" step {step}" if step else "")
+
+    def do() -> tuple[int, str]:
+        ids = manager().retry(job_id=job_id, step=step)
+        return len(ids), f"retried {target}: pending again, due now"
+    return act("retry_step" if step else "retry", target, url_for("job", job_id=job_id), do)
+
+
+def cancel(job_id: int) -> Any:
+    def do() -> tuple[int, str]:
+        result = manager().cancel(job_id=job_id)
+        if not result.cancelled:
+            raise InvalidInput(f"job {job_id} is {result.untouched[0][1]}: only a pending job can be cancelled")
+        return len(result.cancelled), f"cancelled job {job_id}"
+    return act("cancel", f"job {job_id}", url_for("job", job_id=job_id), do)
+
+
+def run_now(job_id: int) -> Any:
+    def do() -> tuple[int, str]:
+        job = manager().run_now(job_id)
+        return 1, f"job {job.id} is due now: the next runner pass on queue {job.queue} runs it"
+    return act("run_now", f"job {job_id}", url_for("job", job_id=job_id), do)
+
+
+def bulk_confirm(action: str) -> Any:
+    check_action(action)
+    if current_app.extensions["delayq.settings"].read_only:
+        abort(403, "the dashboard runs read-only (--read-only): no bulk action")
+    preview, error = None, None
+    try:
+        f = forms.job_filter(request.args, manager().clock.now())
+        preview = manager().bulk_preview(action, f)
+        described = f.describe()
+    except InvalidInput as exc:
+        error, described = str(exc), ""
+    return render_template("confirm.html", action=action, preview=preview, error=error, described=described,
+                           given=forms.fields(request.args), summary=dry_text(action, preview) if preview else "",
+                           back=url_for("jobs", **as_params(forms.fields(request.args)))), 400 if error else 200
+
+
+def bulk_run(action: str) -> Any:
+    check_action(action)
+    given = forms.fields(request.form)
+    back = url_for("jobs", **as_params(given))
+    try:
+        f = forms.job_filter(request.form, manager().clock.now())
+    except InvalidInput as exc:
+        flash(str(exc), "error")
+        return redirect(back)
+    target = f"filter: {f.describe()}"
+
+    def do() -> tuple[int, str]:
+        result: BulkResult = getattr(manager(), f"bulk_{action}")(f)
+        return result.total, done_text(action, result) + _per_queue(result)
+    return act(f"bulk_{action}", target, back, do)
+
+
+def pause() -> Any:
+    queue = (request.form.get("queue") or "").strip()
+    reason = (request.form.get("reason") or "").strip() or None
+
+    def do() -> tuple[int, str]:
+        new = manager().pause(queue, reason)
+        return 0, (f"paused queue {queue}" if new else f"queue {queue} was paused already") + (
+            f" ({reason})" if reason else "") + ": runners stop claiming its jobs within a second"
+    return act("pause", f"queue {queue}", url_for("overview"), do)
+
+
+def resume() -> Any:
+    queue = (request.form.get("queue") or "").strip()
+
+    def do() -> tuple[int, str]:
+        if not manager().resume(queue):
+            raise InvalidInput(f"queue {queue} is not paused")
+        return 0, f"resumed queue {queue}: runners claim its jobs again"
+    return act("resume", f"queue {queue}", url_for("overview"), do)
+
+
+def audit_page() -> Any:
+    before = request.args.get("before")
+    try:
+        at = float(before) if before else None
+    except ValueError:
+        abort(400, "before must be a time in epoch seconds")
+    rows = manager().actions(before=at, limit=100)
+    return render_template("audit.html", rows=rows, more=rows[-1]["at"] if len(rows) == 100 else None)
+
+
+def check_action(action: str) -> None:
+    if action not in BULK:
+        abort(404, f"no bulk action {action[:20]!r}: use retry, cancel or purge")
+
+
+def _per_queue(result: BulkResult) -> str:
+    return "" if not result.per_queue else " " + json.dumps({"per_queue": result.per_queue}, sort_keys=True)
+
+
+def register(app: Flask) -> None:
+    app.add_url_rule("/jobs/<int:job_id>/retry", "retry", retry, methods=["POST"])
+    app.add_url_rule("/jobs/<int:job_id>/cancel", "cancel", cancel, methods=["POST"])
+    app.add_url_rule("/jobs/<int:job_id>/run-now", "run_now", run_now, methods=["POST"])
+    app.add_url_rule("/bulk/<action>", "bulk_confirm", bulk_confirm, methods=["GET"])
+    app.add_url_rule("/bulk/<action>", "bulk_run", bulk_run, methods=["POST"])
+    app.add_url_rule("/queues/pause", "pause", pause, methods=["POST"])
+    app.add_url_rule("/queues/resume", "resume", resume, methods=["POST"])
+    app.add_url_rule("/audit", "audit", audit_page)
+
+    @app.errorhandler(BackendError)
+    def backend_down(exc: BackendError) -> Any:
+        return render_template("error.html", code=503, message=str(exc)), 503
+
+    @app.errorhandler(DelayqError)
+    def refused(exc: DelayqError) -> Any:
+        code = 404 if isinstance(exc, NotFound) else 400
+        return render_template("error.html", code=code, message=str(exc)), code
+
+    for code in (400, 401, 403, 404, 405, 413, 429, 500):
+        app.register_error_handler(code, _http_error)
+
+
+def _http_error(exc: Any) -> Any:
+    code = getattr(exc, "code", 500) or 500
+    message = getattr(exc, "description", None) if code != 500 else None
+    return render_template("error.html", code=code, message=message or "internal error (see the server's log)"), code

@@ -1,0 +1,72 @@
+"""A search form's fields to one JobFilter, with the rules of the CLI's flags (commands/_filters.py): times as
+ISO-8601, epoch seconds or an age (90s, 15m, 2h, 1d ago), statuses repeated or comma-separated, the filter
+checked once (InvalidInput naming the field). And back: a filter's fields for links and hidden inputs."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from werkzeug.datastructures import MultiDict
+
+from ..commands._filters import _time as time_value     # the CLI's reading of --since/--until
+from ..errors import InvalidInput
+from ..search import TIME_FIELDS, JobFilter
+
+FIELDS = ("id", "queue", "status", "call", "ext", "ext_prefix", "time", "since", "until", "error", "limit")
+MAX_PAGE = 200
+
+
+def job_filter(args: MultiDict, now: float) -> JobFilter:
+    """The filter a search form (or a link, or a bulk confirmation's hidden fields) describes."""
+    time_field = _one(args, "time") or "due"
+    if time_field not in TIME_FIELDS:
+        raise InvalidInput(f"time field {time_field[:20]!r} is unknown: use due, created or finished", "time")
+    return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=_many(args, "status"),
+                     call=_one(args, "call"), ext=_one(args, "ext"), ext_prefix=_one(args, "ext_prefix"),
+                     since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
+                     time_field=time_field, error=_one(args, "error")).checked()
+
+
+def fields(args: MultiDict) -> list[tuple[str, str]]:
+    """The non-empty filter fields as given (for the next page's link and the bulk form's hidden inputs)."""
+    return [(name, value) for name in FIELDS for value in args.getlist(name) if value.strip()]
+
+
+def page(args: Mapping[str, str]) -> tuple[int | None, int]:
+    """(before, limit) of a keyset page."""
+    before = _int(args.get("before"), "before")
+    limit = _int(args.get("limit"), "limit") or 50
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}", "limit")
+    return before, limit
+
+
+def _one(args: MultiDict, name: str) -> str | None:
+    value = (args.get(name) or "").strip()
+    return value or None
+
+
+def _many(args: MultiDict, name: str) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for value in args.getlist(name):
+        for part in value.split(","):
+            if part.strip():
+                seen[part.strip()] = None
+    return tuple(seen)
+
+
+def _ids(args: MultiDict) -> tuple[int, ...]:
+    found = []
+    for value in args.getlist("id"):
+        for part in value.replace(",", " ").split():
+            found.append(_int(part.lstrip("#"), "id"))
+    return tuple(found)
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        raise InvalidInput(f"{name} must be a positive whole number, not {text[:20]!r}", name)
+    return int(text)

@@ -1,0 +1,65 @@
+"""The overview: per queue what waits, what is due, running and failed, which queues are paused, the oldest
+due job; attempts per minute over the last hour as a chart; the runners that beat, with the jobs they run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Flask, current_app, render_template
+
+from . import charts
+
+MINUTES = 60
+FAILURES = ("retry", "failed", "interrupted")
+
+
+@dataclass
+class QueueRow:
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)      # status -> jobs
+    due_now: int = 0
+    oldest_due: float | None = None
+    paused: tuple[float, str | None] | None = None
+    hour_ok: int = 0
+    hour_failures: int = 0
+    late_max: float | None = None
+
+
+def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], recent: list[tuple]) -> list[QueueRow]:
+    """One row per queue with live or failed jobs, paused, or with attempts in the last hour."""
+    rows: dict[str, QueueRow] = {}
+
+    def row(name: str) -> QueueRow:
+        return rows.setdefault(name, QueueRow(name))
+
+    for queue, status, count, due_now, earliest in counts:
+        r = row(queue)
+        r.counts[status] = int(count)
+        if status == "pending":
+            r.due_now, r.oldest_due = due_now, earliest
+    for queue, since_reason in paused.items():
+        row(queue).paused = since_reason
+    for queue, outcome, hour, _minute, _late_avg, late_max in recent:
+        r = row(queue or "")
+        if outcome == "succeeded":
+            r.hour_ok += int(hour)
+        elif outcome in FAILURES:
+            r.hour_failures += int(hour)
+        if late_max is not None:
+            r.late_max = max(float(late_max), r.late_max or 0.0)
+    return sorted(rows.values(), key=lambda r: r.name)
+
+
+def page() -> Any:
+    manager = current_app.extensions["delayq"]
+    now, counts = manager.queue_counts()
+    start, series = manager.throughput(MINUTES)
+    workers = sorted(manager.workers(), key=lambda w: (w.state != "live", -w.last_seen))
+    return render_template("overview.html", now=now, queues=queues(counts, manager.paused_queues(),
+                                                                     manager.recent_attempts()),
+                           chart=charts.per_minute(start, series, MINUTES), workers=workers)
+
+
+def register(app: Flask) -> None:
+    app.add_url_rule("/", "overview", page)

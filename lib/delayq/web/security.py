@@ -1,0 +1,191 @@
+"""Who may use the dashboard, and how every request is guarded.
+
+- Without a password the app serves only requests whose Host is a loopback name or address, so a web page
+  elsewhere cannot reach it through DNS rebinding (a name of theirs that resolves to 127.0.0.1).
+- With DELAYQ_WEB_PASSWORD every request but the login form and the CSS needs it: a login form that sets a
+  signed session cookie (HttpOnly, SameSite=Strict), or HTTP basic auth (any user name), or a bearer token.
+  Comparisons are constant-time (hmac.compare_digest); wrong passwords are throttled per address.
+- Every POST carries the session's CSRF token (refused with 403 otherwise); read-only mode refuses every POST
+  but the login. GET never changes anything.
+- Every response carries a Content-Security-Policy that allows no script at all (the pages have none), and
+  X-Frame-Options, nosniff, no-referrer, no-store.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import ipaddress
+import secrets
+import threading
+import time
+from typing import Any
+
+from flask import Flask, abort, g, redirect, render_template, request, session, url_for
+
+OPEN_ENDPOINTS = {"login", "static"}
+LOOPBACK_NAMES = {"localhost"}
+THROTTLE_WINDOW = 60.0       # seconds
+THROTTLE_FAILURES = 10       # wrong passwords per address and window before logins are refused for the window
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+}
+
+
+def register(app: Flask, settings: Any) -> None:
+    throttle = Throttle()
+
+    @app.before_request
+    def guard() -> Any:
+        if settings.local_only and not loopback_host(request.host):
+            abort(400, "this dashboard has no password, so it answers only to localhost / 127.0.0.1 / [::1] "
+                       "(set DELAYQ_WEB_PASSWORD to serve it under another name)")
+        g.actor = actor(settings.password)
+        if g.actor is None and request.endpoint not in OPEN_ENDPOINTS:
+            if request.method == "GET":
+                return redirect(url_for("login", next=request.full_path if request.query_string else request.path))
+            abort(401, "log in first")
+        if request.method == "POST":
+            if settings.read_only and request.endpoint != "login":
+                abort(403, "the dashboard runs read-only (--read-only): nothing can be changed here")
+            check_csrf()
+        return None
+
+    @app.after_request
+    def secure_headers(response: Any) -> Any:
+        response.headers.update(HEADERS)
+        if request.endpoint != "static":
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.context_processor
+    def template_globals() -> dict[str, Any]:
+        return {"csrf_token": csrf_token, "read_only": settings.read_only, "has_password": bool(settings.password),
+                "backend": settings.backend}
+
+    def login() -> Any:
+        target = safe_next(request.values.get("next"))
+        if not settings.password or g.actor is not None:
+            return redirect(target)
+        error = None
+        if request.method == "POST":
+            address = request.remote_addr or "?"
+            if throttle.blocked(address):
+                abort(429, "too many wrong passwords from this address: wait a minute")
+            if same(request.form.get("password", ""), settings.password):
+                session.clear()
+                session["auth"] = fingerprint(settings.password)
+                session["csrf"] = secrets.token_urlsafe(32)
+                return redirect(target)
+            throttle.failed(address)
+            error = "wrong password"
+        return render_template("login.html", error=error, next=target), 401 if error else 200
+
+    def logout() -> Any:
+        session.clear()
+        return redirect(url_for("login"))
+
+    app.add_url_rule("/login", "login", login, methods=["GET", "POST"])
+    app.add_url_rule("/logout", "logout", logout, methods=["POST"])
+
+
+def same(given: str, expected: str) -> bool:
+    """Constant-time equality of two strings (as UTF-8 bytes)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
+
+
+def fingerprint(password: str) -> str:
+    """What a session remembers of the password: a keyed hash (changing the password signs everyone out)."""
+    return hmac.new(b"delayq-web-session", password.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
+
+
+def actor(password: str | None) -> str | None:
+    """Who the request is (written to the audit trail), or None when a password is needed and was not given."""
+    if not password:
+        return "local (no password)"
+    if same(session.get("auth", ""), fingerprint(password)):
+        return "password (login form)"
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and same(value.strip(), password):
+        return "bearer token"
+    if scheme.lower() == "basic":
+        try:
+            user, _, given = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if same(given, password):
+            return f"basic auth ({user[:40]})" if user else "basic auth"
+    return None
+
+
+def csrf_token() -> str:
+    """The session's CSRF token, made on first use (every form carries it as a hidden field)."""
+    token = session.get("csrf")
+    if not token:
+        token = session["csrf"] = secrets.token_urlsafe(32)
+    return token
+
+
+def check_csrf() -> None:
+    expected = session.get("csrf")
+    given = request.form.get("csrf", "")
+    if not expected or not given or not same(given, expected):
+        abort(403, "this form is stale or did not come from this dashboard (missing or wrong CSRF token): "
+                   "reload the page and try again")
+    origin = request.headers.get("Origin")
+    if origin and origin != "null" and origin.split("://", 1)[-1] != request.host:
+        abort(403, "a form from another site was refused")
+
+
+def loopback_host(host: str) -> bool:
+    """Whether a Host header names this machine by a loopback name or address (any port)."""
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    name = name.strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after logging in: a path on this site only (never //elsewhere or a full URL)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+class Throttle:
+    """Wrong passwords per address in the last THROTTLE_WINDOW seconds (in memory, per process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, list[float]] = {}
+
+    def blocked(self, address: str) -> bool:
+        with self._lock:
+            recent = self._recent(address)
+            return len(recent) >= THROTTLE_FAILURES
+
+    def failed(self, address: str) -> None:
+        with self._lock:
+            self._recent(address).append(time.monotonic())
+            if len(self._failures) > 10_000:        # many addresses: forget the idle ones
+                for key in [k for k, v in self._failures.items() if not v]:
+                    del self._failures[key]
+
+    def _recent(self, address: str) -> list[float]:
+        now = time.monotonic()
+        kept = [t for t in self._failures.get(address, []) if now - t < THROTTLE_WINDOW]
+        self._failures[address] = kept
+        return kept

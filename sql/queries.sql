@@ -1,0 +1,490 @@
+-- delayq's named queries, shared by MySQL/MariaDB and SQLite (procrastinate's layout).
+-- Each block: "-- name: NAME", a one-line description, then the SQL. This file names every
+-- query; a dialect overrides one in sql/<dialect>/queries.sql only where the dialects truly
+-- differ, and a block with no SQL here must be given by every dialect.
+--
+-- Parameters are named (:name) and always bound, never formatted into the text. A list
+-- parameter used as IN (:ids) is expanded to one placeholder per item.
+-- Tokens filled in per dialect at load time:
+--   {jobs} {attempts} {steps} {migrations} {queues} {workers} {tallies} {audit}  table names (with DELAYQ_PREFIX)
+--   {table_options}                         MySQL: ENGINE=InnoDB DEFAULT CHARSET=utf8mb4; SQLite: nothing
+--   {for_update}                            MySQL: FOR UPDATE; SQLite: nothing (BEGIN IMMEDIATE holds the one write lock)
+--   {skip_locked}                           MySQL: FOR UPDATE SKIP LOCKED; SQLite: nothing
+--   {scan_by_id}                            MySQL: FORCE INDEX (PRIMARY); SQLite: NOT INDEXED (the rowid still serves)
+--   {include:NAME}                          the text of query NAME (one query shared by two others)
+-- Times are epoch seconds (DOUBLE / REAL), durations seconds.
+
+-- ---------------------------------------------------------------------------------------------
+-- schema
+
+-- name: create_migrations
+-- The table that records which migrations ran.
+CREATE TABLE IF NOT EXISTS {migrations} (version INT NOT NULL PRIMARY KEY, applied_at DOUBLE NOT NULL) {table_options}
+
+-- name: applied_migrations
+-- Versions already applied.
+SELECT version FROM {migrations}
+
+-- name: record_migration
+-- Mark a migration as applied.
+INSERT INTO {migrations} (version, applied_at) VALUES (:version, :now)
+
+-- name: server_time
+-- The database's clock, epoch seconds. (Per dialect: sql/<dialect>/queries.sql.)
+
+-- ---------------------------------------------------------------------------------------------
+-- jobs: write, cancel, read
+
+-- name: insert_jobs_json
+-- Insert new jobs from one JSON array of rows (:rows), returning their ids. (Per dialect: JSON_TABLE / json_each.)
+
+-- name: insert_job
+-- Insert one new job (MySQL 8 has no INSERT ... RETURNING: one row at a time, the id from lastrowid).
+INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder,
+  due_at, deadline, priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id,
+  index_pending, created_at, updated_at)
+VALUES (:queue, :ext, :unique_live, :is_unique, :callable, :args, 'pending', 0, :max_attempts, :ladder,
+  :due_at, :deadline, :priority, :lease_seconds, :timeout_seconds, :at_most_once, :on_timeout, :event, :event_id,
+  :index_pending, :now, :now)
+
+-- name: find_live_unique
+-- The live (pending or running) unique job of a queue and ext.
+SELECT id, status, due_at FROM {jobs} WHERE queue = :queue AND ext = :ext AND unique_live = 1
+
+-- name: delete_jobs
+-- Remove jobs (used to undo an enqueue whose index write failed).
+DELETE FROM {jobs} WHERE id IN (:ids)
+
+-- name: lock_for_cancel_by_ext
+-- Jobs with a business key (optionally in one queue), locked, for cancel.
+SELECT id, queue, status FROM {jobs} WHERE ext = :ext AND (:queue IS NULL OR queue = :queue) ORDER BY id {for_update}
+
+-- name: lock_for_cancel_by_id
+-- One job (optionally only in a queue), locked, for cancel.
+SELECT id, queue, status FROM {jobs} WHERE id = :id AND (:queue IS NULL OR queue = :queue) {for_update}
+
+-- name: cancel_jobs
+-- Cancel pending jobs.
+UPDATE {jobs} SET status = 'cancelled', finished_at = :now, updated_at = :now, unique_live = NULL, index_pending = NULL
+WHERE id IN (:ids) AND status = 'pending'
+
+-- name: select_job
+-- One job by id.
+SELECT * FROM {jobs} WHERE id = :id
+
+-- name: select_by_ext
+-- Jobs with a business key, optionally in one queue, oldest first.
+SELECT * FROM {jobs} WHERE ext = :ext AND (:queue IS NULL OR queue = :queue) ORDER BY id
+
+-- name: select_by_event
+-- Every job of one emitted event.
+SELECT * FROM {jobs} WHERE event_id = :event_id ORDER BY id
+
+-- name: select_attempts
+-- A job's attempts, in order.
+SELECT job_id, attempt, started_at, finished_at, outcome, error FROM {attempts} WHERE job_id = :id ORDER BY attempt, id
+
+-- name: select_statuses
+-- The status of some jobs.
+SELECT id, status FROM {jobs} WHERE id IN (:ids)
+
+-- name: make_due
+-- A pending job due now ("run now" on the dashboard); a job no longer pending is left alone.
+UPDATE {jobs} SET due_at = :now, updated_at = :now WHERE id = :id AND status = 'pending'
+
+-- ---------------------------------------------------------------------------------------------
+-- claims and outcomes
+
+-- name: start_jobs
+-- Move claimed jobs from pending to running under a claim token; a job cancelled meanwhile is left alone.
+-- An at-most-once job gets started_at only when it really begins (begin_job).
+UPDATE {jobs} SET status = 'running', claim_token = :token, lease_until = :now + COALESCE(lease_seconds, :lease),
+  started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE :now END, updated_at = :now, attempts = attempts + 1
+WHERE id IN (:ids) AND status = 'pending'
+
+-- name: select_claimed
+-- The jobs a claim token holds, among some ids: what running them needs.
+SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once,
+  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token
+FROM {jobs} WHERE id IN (:ids) AND claim_token = :token
+
+-- name: lock_due
+-- Due pending jobs of one queue, highest priority first, locked, skipping those other runners hold
+-- (the in-database index: one query per queue walks the by_due index in order).
+SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND due_at <= :now
+ORDER BY priority DESC, due_at, id LIMIT :limit {skip_locked}
+
+-- name: next_due
+-- The earliest due time of pending jobs in some queues (the in-database index).
+SELECT MIN(due_at) FROM {jobs} WHERE status = 'pending' AND queue IN (:queues)
+
+-- name: lock_held
+-- Of some ids, those a claim token still holds, locked until the outcome is written.
+SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
+
+-- name: finish_succeeded
+-- Record success for held jobs.
+UPDATE {jobs} SET status = 'succeeded', finished_at = :now, updated_at = :now, last_error = NULL, claim_token = NULL,
+  lease_until = NULL, unique_live = NULL
+WHERE id IN (:ids) AND claim_token = :token
+
+-- name: finish_retry
+-- Put a held job back to pending for its next attempt.
+UPDATE {jobs} SET status = 'pending', due_at = :due_at, last_error = :error, updated_at = :now, claim_token = NULL,
+  lease_until = NULL, crashes = crashes + :crashed
+WHERE id = :id AND claim_token = :token
+
+-- name: finish_failed
+-- Record final failure for a held job; its alert is pending.
+UPDATE {jobs} SET status = 'failed', finished_at = :now, last_error = :error, updated_at = :now, claim_token = NULL,
+  lease_until = NULL, unique_live = NULL, alert_pending = 1, crashes = crashes + :crashed
+WHERE id = :id AND claim_token = :token
+
+-- name: unclaim_jobs
+-- Claimed jobs that never started go back to pending at once (a runner stopping): the claim does not count.
+UPDATE {jobs} SET status = 'pending', attempts = attempts - 1, claim_token = NULL, lease_until = NULL, started_at = NULL,
+  updated_at = :now
+WHERE id IN (:ids) AND claim_token = :token AND status = 'running'
+
+-- name: finish_timed_out
+-- The deadline ended a held job (not a failure: no alert).
+UPDATE {jobs} SET status = 'timed_out', finished_at = :now, last_error = :error, updated_at = :now, claim_token = NULL,
+  lease_until = NULL, unique_live = NULL
+WHERE id = :id AND claim_token = :token
+
+-- name: insert_attempts_json
+-- Append attempt rows given as one JSON array (:rows). (Per dialect: JSON_TABLE / json_each.)
+
+-- name: insert_attempt
+-- Append one attempt row (the audit trail), with the job's queue and the due time it was claimed at (if known).
+INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error, queue, due_at)
+VALUES (:id, :attempt, :started_at, :finished_at, :outcome, :error, :queue, :due_at)
+
+-- name: begin_job
+-- Mark an at-most-once job as begun, only while its claim still holds and its lease has not run out.
+UPDATE {jobs} SET started_at = :now, updated_at = :now
+WHERE id = :id AND claim_token = :token AND status = 'running' AND lease_until > :now
+
+-- name: keep_alive
+-- The supervisor of running jobs is alive: their leases move on (a lease runs out only when its runner dies).
+UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
+WHERE id IN (:ids) AND claim_token = :token AND status = 'running'
+
+-- name: extend_lease
+-- Push a running job's lease out (a long job asking for more time).
+UPDATE {jobs} SET lease_until = :until, updated_at = :now WHERE id = :id AND claim_token = :token AND status = 'running'
+
+-- ---------------------------------------------------------------------------------------------
+-- steps of multi-step jobs
+
+-- name: select_steps
+-- A job's steps in declared order.
+SELECT name, mode, position, status, attempts, last_error, started_at, finished_at FROM {steps} WHERE job_id = :id
+ORDER BY position
+
+-- name: insert_step
+-- Declare a step of a job, once.
+INSERT INTO {steps} (job_id, name, mode, position, status, attempts, updated_at)
+VALUES (:id, :name, :mode, :position, 'pending', 0, :now)
+
+-- name: lock_job_claim
+-- A job still held by a claim token with its lease not run out, locked (before a manual step begins).
+SELECT id FROM {jobs} WHERE id = :id AND claim_token = :token AND status = 'running' AND lease_until > :now {for_update}
+
+-- name: begin_step
+-- Mark a step as running; a manual step only from pending (never after an attempt a person did not reset).
+UPDATE {steps} SET status = 'running', attempts = attempts + 1, started_at = :now, updated_at = :now
+WHERE job_id = :id AND name = :name AND (status = 'pending' OR (mode = 'auto' AND status = 'failed'))
+
+-- name: finish_step
+-- Record a step's outcome.
+UPDATE {steps} SET status = :status, last_error = :error, finished_at = :now, updated_at = :now
+WHERE job_id = :id AND name = :name AND status = 'running'
+
+-- name: recover_manual_steps
+-- Manual steps interrupted mid-run: failed, never re-run by a machine.
+UPDATE {steps} SET status = 'failed', last_error = :error, updated_at = :now
+WHERE job_id = :id AND mode = 'manual' AND status = 'running'
+
+-- name: recover_auto_steps
+-- Auto steps interrupted mid-run: run again with the job.
+UPDATE {steps} SET status = 'pending', updated_at = :now WHERE job_id = :id AND mode = 'auto' AND status = 'running'
+
+-- name: retry_steps
+-- Failed steps of some jobs back to pending (manual ones included: a person decided); all of them, or one.
+UPDATE {steps} SET status = 'pending', attempts = CASE WHEN :reset = 1 THEN 0 ELSE attempts END, updated_at = :now
+WHERE job_id IN (:ids) AND status IN ('failed', 'running') AND (:step IS NULL OR name = :step)
+
+-- ---------------------------------------------------------------------------------------------
+-- maintenance: leases, the index rebuild and outbox, alerts, retry by hand, purge
+
+-- name: expired_leases
+-- Running jobs whose lease ran out: their runner died, hung or lost its connection.
+SELECT j.id, j.queue, j.priority, j.claim_token, j.attempts, j.max_attempts, j.at_most_once, j.started_at, j.crashes,
+  (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running
+FROM {jobs} j WHERE j.status = 'running' AND j.lease_until < :now ORDER BY j.lease_until LIMIT :limit
+
+-- name: recover_pending
+-- Put an interrupted job back to pending (if its claim is still the one we saw).
+UPDATE {jobs} SET status = 'pending', due_at = :due_at, attempts = attempts - :uncount, crashes = crashes + :crashed,
+  last_error = :error, updated_at = :now, claim_token = NULL, lease_until = NULL
+WHERE id = :id AND claim_token = :token AND status = 'running'
+
+-- name: recover_failed
+-- Fail an interrupted job that must not be re-run by a machine, or has no attempts left.
+UPDATE {jobs} SET status = 'failed', finished_at = :now, last_error = :error, crashes = crashes + :crashed,
+  updated_at = :now, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1
+WHERE id = :id AND claim_token = :token AND status = 'running'
+
+-- name: pending_page
+-- One page of pending jobs packed into one JSON array, for the index rebuild. (Per dialect: JSON aggregation.)
+
+-- name: outbox_page
+-- Jobs written inside an application's transaction whose due-index entry is still to be added.
+SELECT id, queue, due_at, priority FROM {jobs} WHERE index_pending = 1 ORDER BY id LIMIT :limit
+
+-- name: outbox_clear
+-- Their index entries were added.
+UPDATE {jobs} SET index_pending = NULL WHERE id IN (:ids) AND index_pending = 1
+
+-- name: alerts_due
+-- Failed jobs whose alert has not been delivered yet.
+SELECT id, queue, ext, callable, attempts, last_error, finished_at FROM {jobs} WHERE alert_pending = 1 ORDER BY id LIMIT :limit
+
+-- name: mark_alerted
+-- Alerts delivered for these jobs.
+UPDATE {jobs} SET alert_pending = NULL, alerted_at = :now WHERE id IN (:ids) AND alert_pending = 1
+
+-- name: lock_keys
+-- Some jobs' queue, status and priority, locked: a bulk action decides on these, then changes only what it saw.
+SELECT id, queue, status, priority FROM {jobs} WHERE id IN (:ids) {for_update}
+
+-- name: retry_jobs
+-- Failed jobs back to pending, by a person's decision. max_attempts is set before attempts: MySQL assigns left to
+-- right (each sees the values already set), SQLite from the old row: written this way, both read the old attempts.
+UPDATE {jobs} SET status = 'pending', due_at = :due_at,
+  max_attempts = CASE WHEN :reset = 1 OR max_attempts > attempts THEN max_attempts ELSE attempts + 1 END,
+  attempts = CASE WHEN :reset = 1 THEN 0 ELSE attempts END,
+  finished_at = NULL, alert_pending = NULL, crashes = 0, unique_live = CASE WHEN is_unique = 1 THEN 1 ELSE NULL END,
+  updated_at = :now
+WHERE id IN (:ids) AND status = 'failed'
+
+-- name: jobs_with_step
+-- Of some jobs, those that have a step of this name.
+SELECT job_id FROM {steps} WHERE job_id IN (:ids) AND name = :step
+
+-- name: step_names
+-- The step names of one job, in declared order (to say which steps a job has).
+SELECT name FROM {steps} WHERE job_id = :id ORDER BY position
+
+-- name: delete_attempts_of
+-- The attempt rows of some jobs.
+DELETE FROM {attempts} WHERE job_id IN (:ids)
+
+-- name: delete_steps_of
+-- The step rows of some jobs.
+DELETE FROM {steps} WHERE job_id IN (:ids)
+
+-- ---------------------------------------------------------------------------------------------
+-- reporting: the operator's view
+
+-- name: stats
+-- Per queue and status: count, due now, oldest due, next due, finished since a time.
+SELECT queue, status, COUNT(*), SUM(CASE WHEN status = 'pending' AND due_at <= :now THEN 1 ELSE 0 END),
+  MIN(CASE WHEN status = 'pending' THEN due_at END), MIN(CASE WHEN status = 'pending' AND due_at > :now THEN due_at END),
+  SUM(CASE WHEN finished_at >= :since THEN 1 ELSE 0 END)
+FROM {jobs} GROUP BY queue, status
+
+-- name: queue_counts
+-- Per queue, the jobs pending, running or failed: how many, how many due by :now, the earliest due time (the
+-- dashboard's overview). The by_due index (status, queue, due_at) covers it: succeeded and cancelled rows, most of
+-- a big table, are never read, where `stats` reads every row.
+SELECT queue, status, COUNT(*), SUM(CASE WHEN due_at <= :now THEN 1 ELSE 0 END), MIN(due_at)
+FROM {jobs} WHERE status IN ('pending', 'running', 'failed') GROUP BY status, queue
+
+-- name: list_jobs
+-- Jobs newest first, filtered by status, queue and ext prefix (each filter optional).
+SELECT id, queue, ext, callable, status, attempts, max_attempts, due_at, finished_at, last_error FROM {jobs}
+WHERE (:status IS NULL OR status = :status) AND (:queue IS NULL OR queue = :queue)
+  AND (:ext_like IS NULL OR ext LIKE :ext_like ESCAPE '!')
+ORDER BY id DESC LIMIT :limit
+
+-- name: search_jobs
+-- Jobs matching a filter, newest first, one keyset page below :before ({where}: the filter's fragments, AND-ed).
+SELECT id, queue, ext, callable, status, attempts, max_attempts, priority, due_at, created_at, finished_at, last_error
+FROM {jobs} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
+
+-- name: search_keys
+-- Id, queue and status of the jobs matching a filter, one keyset page below :before (what a bulk action walks).
+-- {by_id}: empty, or {scan_by_id} for a walk over many jobs: the primary key read backwards, so no page sorts
+-- every remaining match (which a secondary index on status and queue would make the optimizer do).
+SELECT id, queue, status FROM {jobs} {by_id} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
+
+-- name: count_jobs
+-- How many jobs match a filter, per queue and status.
+SELECT queue, status, COUNT(*) FROM {jobs} WHERE {where} GROUP BY queue, status
+
+-- name: filter_attempts_of
+-- A filter fragment on attempts: those of some jobs.
+job_id IN (:ids)
+
+-- name: filter_ids
+-- A filter fragment: these ids.
+id IN (:ids)
+
+-- name: filter_queues
+-- A filter fragment: in these queues.
+queue IN (:queues)
+
+-- name: filter_statuses
+-- A filter fragment: in these statuses.
+status IN (:statuses)
+
+-- name: filter_call
+-- A filter fragment: this callable.
+callable = :call
+
+-- name: filter_call_prefix
+-- A filter fragment: callables of a module (a literal prefix).
+callable LIKE :call_like ESCAPE '!'
+
+-- name: filter_ext
+-- A filter fragment: this business key.
+ext = :ext
+
+-- name: filter_ext_prefix
+-- A filter fragment: business keys starting with a literal prefix.
+ext LIKE :ext_like ESCAPE '!'
+
+-- name: filter_since
+-- A filter fragment: a time (due, created or finished: {time_column}) at or after :since.
+{time_column} >= :since
+
+-- name: filter_until
+-- A filter fragment: a time before :until.
+{time_column} < :until
+
+-- name: filter_error
+-- A filter fragment: text in the last error (a scan of the rows the other fragments leave).
+last_error LIKE :error_like ESCAPE '!'
+
+-- name: live_queues_like
+-- Queues matching a pattern that have pending or running jobs.
+SELECT DISTINCT queue FROM {jobs} WHERE queue LIKE :pattern AND status IN ('pending', 'running') ORDER BY queue
+
+-- name: failed_in_queue
+-- The oldest failed jobs of a queue.
+SELECT id FROM {jobs} WHERE queue = :queue AND status = 'failed' ORDER BY id LIMIT :limit
+
+-- name: recent_attempts
+-- Per queue, attempts that finished since :hour (and since :minute) by outcome, and how late they started
+-- (start minus the due time they were claimed at): the throughput view of stats.
+SELECT queue, outcome, COUNT(*), SUM(CASE WHEN finished_at >= :minute THEN 1 ELSE 0 END),
+  AVG(started_at - due_at), MAX(started_at - due_at)
+FROM {attempts} WHERE finished_at >= :hour GROUP BY queue, outcome
+
+-- name: attempts_per_minute
+-- Attempts finished since :since by minute (0 = the minute starting at :since) and outcome: the dashboard's chart.
+-- FLOOR: MySQL's, and SQLite's math functions (built in by default since 3.35).
+SELECT FLOOR((finished_at - :since) / 60) AS m, outcome, COUNT(*) FROM {attempts} WHERE finished_at >= :since
+GROUP BY m, outcome
+
+-- ---------------------------------------------------------------------------------------------
+-- metrics: counters and histograms derived from the rows (metrics.py), so every runner and restart agrees
+
+-- name: tally_attempts
+-- Per queue: attempts by outcome, and run time and lateness as histogram buckets (rows: queue, kind, name, count,
+-- sum; a bucket's name is its upper bound). {where}: which attempts (all, or those of jobs purge is deleting).
+SELECT COALESCE(queue, '') AS q, 'outcome' AS kind, outcome AS name, COUNT(*) AS n, 0 AS total
+FROM {attempts} WHERE {where} GROUP BY q, outcome
+UNION ALL
+SELECT COALESCE(queue, '') AS q, 'duration' AS kind, CASE WHEN finished_at - started_at <= 0.005 THEN '0.005'
+  WHEN finished_at - started_at <= 0.01 THEN '0.01' WHEN finished_at - started_at <= 0.025 THEN '0.025'
+  WHEN finished_at - started_at <= 0.05 THEN '0.05' WHEN finished_at - started_at <= 0.1 THEN '0.1'
+  WHEN finished_at - started_at <= 0.25 THEN '0.25' WHEN finished_at - started_at <= 0.5 THEN '0.5'
+  WHEN finished_at - started_at <= 1 THEN '1' WHEN finished_at - started_at <= 2.5 THEN '2.5'
+  WHEN finished_at - started_at <= 5 THEN '5' WHEN finished_at - started_at <= 10 THEN '10'
+  WHEN finished_at - started_at <= 30 THEN '30' WHEN finished_at - started_at <= 60 THEN '60'
+  WHEN finished_at - started_at <= 300 THEN '300' ELSE '+Inf' END AS b, COUNT(*), SUM(finished_at - started_at)
+FROM {attempts} WHERE {where} GROUP BY q, b
+UNION ALL
+SELECT COALESCE(queue, '') AS q, 'lateness' AS kind, CASE WHEN started_at - due_at <= 0.1 THEN '0.1'
+  WHEN started_at - due_at <= 0.5 THEN '0.5' WHEN started_at - due_at <= 1 THEN '1' WHEN started_at - due_at <= 2 THEN '2'
+  WHEN started_at - due_at <= 5 THEN '5' WHEN started_at - due_at <= 10 THEN '10' WHEN started_at - due_at <= 30 THEN '30'
+  WHEN started_at - due_at <= 60 THEN '60' WHEN started_at - due_at <= 300 THEN '300'
+  WHEN started_at - due_at <= 900 THEN '900' WHEN started_at - due_at <= 3600 THEN '3600' ELSE '+Inf' END AS b,
+  COUNT(*), SUM(started_at - due_at)
+FROM {attempts} WHERE {where} AND due_at IS NOT NULL GROUP BY q, b
+
+-- name: metrics
+-- Every counter and histogram bucket per queue: what purge folded into {tallies} plus the rows still here, in one
+-- statement (one consistent read: a purge committing meanwhile never makes a counter go down). Jobs count as
+-- enqueued when created; cancelled ones by status.
+SELECT q, kind, name, SUM(n), SUM(total) FROM (
+  SELECT queue AS q, kind, name, n, total FROM {tallies}
+  UNION ALL
+  {include:tally_attempts}
+  UNION ALL
+  SELECT queue AS q, 'jobs' AS kind, 'enqueued' AS name, COUNT(*) AS n, 0 AS total FROM {jobs} GROUP BY queue
+  UNION ALL
+  SELECT queue AS q, 'jobs' AS kind, 'cancelled' AS name, COUNT(*) AS n, 0 AS total FROM {jobs}
+  WHERE status = 'cancelled' GROUP BY queue
+) t GROUP BY q, kind, name
+
+-- name: tally_add
+-- Add to one folded total (purge: the counts of the rows it deletes).
+UPDATE {tallies} SET n = n + :n, total = total + :total WHERE queue = :queue AND kind = :kind AND name = :name
+
+-- name: tally_insert
+-- A folded total seen for the first time.
+INSERT INTO {tallies} (queue, kind, name, n, total) VALUES (:queue, :kind, :name, :n, :total)
+
+-- ---------------------------------------------------------------------------------------------
+-- control: paused queues and runner heartbeats
+
+-- name: paused_queues
+-- The paused queues, with when and why.
+SELECT queue, paused_at, reason FROM {queues} ORDER BY queue
+
+-- name: pause_again
+-- A queue already paused: a new reason replaces the old one; it stays paused since the first time.
+UPDATE {queues} SET reason = COALESCE(:reason, reason) WHERE queue = :queue
+
+-- name: pause_queue
+-- Pause a queue (the row is the pause).
+INSERT INTO {queues} (queue, paused_at, reason) VALUES (:queue, :now, :reason)
+
+-- name: resume_queue
+-- Resume a queue.
+DELETE FROM {queues} WHERE queue = :queue
+
+-- name: beat_again
+-- A runner's heartbeat: still here, running these jobs now.
+UPDATE {workers} SET last_seen = :now, running = :running, stopped_at = NULL WHERE id = :id
+
+-- name: beat_first
+-- A runner's first heartbeat (or one after its row was forgotten).
+INSERT INTO {workers} (id, host, pid, queues, concurrency, every, started_at, last_seen, running)
+VALUES (:id, :host, :pid, :queues, :concurrency, :every, :started_at, :now, :running)
+
+-- name: worker_stopped
+-- A runner stopped cleanly: its row says so at once (not after missed beats).
+UPDATE {workers} SET stopped_at = :now, last_seen = :now, running = NULL WHERE id = :id
+
+-- name: select_workers
+-- Every runner row, oldest first.
+SELECT id, host, pid, queues, concurrency, every, started_at, last_seen, stopped_at, running FROM {workers}
+ORDER BY started_at, id
+
+-- name: insert_audit
+-- One action taken on the web dashboard: when, from which address, what, on which jobs and how many.
+INSERT INTO {audit} (id, at, address, actor, action, target, jobs, detail)
+VALUES (:id, :at, :address, :actor, :action, :target, :jobs, :detail)
+
+-- name: select_audit
+-- The newest actions first, older than :before.
+SELECT id, at, address, actor, action, target, jobs, detail FROM {audit} WHERE at < :before ORDER BY at DESC LIMIT :limit
+
+-- name: forget_workers
+-- Rows of runners not seen since :before (gone for a day): the table stays small.
+DELETE FROM {workers} WHERE last_seen < :before

@@ -1,0 +1,245 @@
+"""The concurrent runner as cron runs it: real run_due.py processes with worker processes, real servers.
+
+Overlap is observed (jobs record when they start and end), never assumed; a runner is killed
+with SIGKILL, stopped with SIGTERM; jobs hang, end their own process, raise SystemExit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from tests.conftest import ROOT, make_backend
+
+BIN = os.path.join(ROOT, "bin")
+
+
+@pytest.fixture(params=["sqlite", "mysql", "mysql+redis"])
+def world(request, tmp_path):
+    from delayq.clock import SystemClock
+
+    backend = make_backend(request.param, tmp_path, SystemClock())
+    yield backend
+    backend.cleanup()
+
+
+def env(world, **extra):
+    return {**world.env(), **{k: str(v) for k, v in extra.items()}}
+
+
+def script(world, name, *args, check=0, **extra):
+    done = subprocess.run([sys.executable, os.path.join(BIN, name), *args], capture_output=True, text=True,
+                          env=env(world, **extra), cwd=ROOT, timeout=300)
+    if check is not None:
+        assert done.returncode == check, (done.stdout, done.stderr)
+    return done
+
+
+def runner(world, *args, **extra):
+    return subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), "--json", "-q", *args],
+                            env=env(world, **extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def enqueue(world, jobs):
+    path = f"/tmp/delayq-{world.prefix}-jobs.jsonl"
+    with open(path, "w") as f:
+        f.writelines(json.dumps(job) + "\n" for job in jobs)
+    return json.loads(script(world, "enqueue_delayed.py", "--from-file", path, "--json").stdout)["ids"]
+
+
+def statuses(world):
+    return Counter(dict(world.sql("SELECT status, COUNT(*) FROM {jobs} GROUP BY status")))
+
+
+def wait_until(condition, timeout=60.0, every=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(every)
+    return False
+
+
+def lines(path):
+    return [line.split() for line in open(path)] if os.path.exists(path) else []
+
+
+def test_jobs_run_at_once(world, tmp_path):
+    log = tmp_path / "spans.log"
+    enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.5}}] * 8)
+    started = time.monotonic()
+    done = script(world, "run_due.py", "--concurrency", "8", "--json")
+    took = time.monotonic() - started
+    assert json.loads(done.stdout)["succeeded"] == 8
+    spans = [(float(a), float(b)) for _, _, _, a, b in lines(log)]
+    most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
+    assert most == 8, spans                          # all eight were running at one moment
+    assert took < 4.0                                # one after another would take 4 s of sleeping alone
+
+
+def test_many_runners_never_share_a_job_and_lose_none_when_one_is_killed(world, tmp_path):
+    log = tmp_path / "effects.log"
+    ids = enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.01}}] * 3000)
+    runners = [runner(world, "--for", "60", "--concurrency", "8", DELAYQ_LEASE=3) for _ in range(4)]
+    assert wait_until(lambda: len(lines(log)) >= 600)
+    victim = runners[0]
+    workers = subprocess.run(["pgrep", "-P", str(victim.pid)], capture_output=True, text=True).stdout.split()
+    victim.send_signal(signal.SIGKILL)                # mid-batch: running jobs and unwritten outcomes die with it
+    victim.wait()
+
+    def compensated():                               # what cron's compensate line does each minute, sooner
+        script(world, "compensate.py", "--rebuild", "now", DELAYQ_LEASE=3)
+        return statuses(world) == Counter(succeeded=3000)
+
+    assert wait_until(compensated, timeout=120, every=1.0)
+    for proc in runners[1:]:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    runs = Counter(int(job) for _, job, *_ in lines(log))
+    assert set(runs) == set(ids)                                        # 0 lost
+    assert max(runs.values()) <= 2
+    # A job ran twice only if it first ran in the killed runner (its outcome died with it): never two claims.
+    for job in (job for job, n in runs.items() if n > 1):
+        assert any(pid in workers for _, j, pid, *_ in lines(log) if int(j) == job)
+
+
+def leftovers(world):
+    """Processes still running with this test's prefix in their environment (a runner's orphaned workers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"DELAYQ_PREFIX={world.prefix}".encode() in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_time_limits_stop_a_job_an_at_most_once_job_and_a_step(world, tmp_path):
+    log = tmp_path / "effects.log"
+    hang, charge, gift, quick = enqueue(world, [
+        {"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 60}},
+        {"call": "examples.shop:charge_slowly", "args": {"path": str(log), "seconds": 60}},
+        {"call": "examples.shop:SlowGift", "args": {"path": str(log), "seconds": 60}},
+        {"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.1}},
+    ])
+    started = time.monotonic()
+    done = json.loads(script(world, "run_due.py", "--timeout", "2", "--concurrency", "4", "--json").stdout)
+    assert time.monotonic() - started < 15            # the runner did not wait 60 s for anyone
+    assert (done["stopped"], done["succeeded"]) == (3, 1)
+    rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, last_error, alert_pending FROM {jobs}")}
+    assert rows[hang][0] == "pending" and rows[hang][1].startswith("timed out after 2s")       # retried on its ladder
+    assert rows[charge][0] == "failed" and "outcome unknown" in rows[charge][1] and rows[charge][2] == 1
+    assert rows[gift][0] == "pending"
+    steps = {name: (status, attempts) for name, status, attempts in
+             world.sql("SELECT name, status, attempts FROM {steps} WHERE job_id = ?", gift)}
+    assert steps == {"reserve": ("pending", 1), "notify": ("pending", 0)}   # the hung step was running: it runs again
+    assert wait_until(lambda: not leftovers(world), timeout=5)        # the hung workers did not outlive the runner
+
+
+def test_a_job_that_kills_its_process_fails_after_three_times_and_takes_nothing_with_it(world, tmp_path):
+    log = tmp_path / "effects.log"
+    jobs = [{"call": "examples.shop:record", "args": {"path": str(log), "tag": f"j{i}"}} for i in range(9)]
+    jobs[5] = {"call": "examples.shop:die", "args": {"path": str(log)}, "ladder": "0", "max_attempts": 10}
+    ids = enqueue(world, jobs)
+    for _ in range(5):
+        script(world, "run_due.py", "--concurrency", "1", "--json")
+    rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, last_error, crashes, alert_pending FROM {jobs}")}
+    killer = rows.pop(ids[5])
+    assert killer[0] == "failed" and killer[1].startswith("killed its runner") and killer[2] == 3 and killer[3] == 1
+    assert {r[0] for r in rows.values()} == {"succeeded"}
+    runs = Counter(tag for tag, *_ in lines(log))
+    assert runs.pop("die") == 3 and set(runs.values()) == {1}        # the eight others ran once each
+
+
+def test_a_killed_worker_with_several_jobs_running_finds_its_culprit(world, tmp_path):
+    log = tmp_path / "effects.log"
+    jobs = [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.3, "tag": f"s{i}"}} for i in range(8)]
+    jobs.append({"call": "examples.shop:die", "args": {"path": str(log)}, "ladder": "0", "max_attempts": 10})
+    ids = enqueue(world, jobs)
+    for _ in range(4):
+        script(world, "run_due.py", "--concurrency", "9", "--json")
+    rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, crashes FROM {jobs}")}
+    assert rows.pop(ids[8]) == ("failed", 3) and {r for r in rows.values()} == {("succeeded", 0)}
+    runs = Counter(tag for tag, *_ in lines(log))
+    # the first death, with eight bystanders running, names no one; quarantine then finds the culprit 3 times
+    assert runs.pop("die") == 4 and runs == Counter({f"s{i}": 1 for i in range(8)})
+
+
+def test_system_exit_in_a_job_fails_that_job_only(world, tmp_path):
+    log = tmp_path / "effects.log"
+    for workers in ("1", "0"):                                 # in worker processes, and in the runner itself
+        ids = enqueue(world, [{"call": "examples.shop:record", "args": {"path": str(log), "tag": "a"}},
+                              {"call": "examples.shop:raise_system_exit", "args": {"path": str(log)}, "max_attempts": 1},
+                              {"call": "examples.shop:record", "args": {"path": str(log), "tag": "b"}}])
+        done = script(world, "run_due.py", "--concurrency", "1", "--processes", workers, "--json")
+        assert (json.loads(done.stdout)["succeeded"], json.loads(done.stdout)["failed"]) == (2, 1)
+        error = dict(world.sql("SELECT id, last_error FROM {jobs}"))[ids[1]]
+        assert error.startswith("SystemExit: 0")
+
+
+def test_sigterm_lets_running_jobs_end_and_hands_back_the_rest_at_once(world, tmp_path):
+    log = tmp_path / "effects.log"
+    enqueue(world, [{"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 3}}] * 3 +
+            [{"call": "examples.shop:record", "args": {"path": str(log), "tag": "later"}}] * 10)
+    proc = runner(world, "--for", "60", "--concurrency", "3", "--batch", "20")
+    assert wait_until(lambda: len(lines(log)) >= 3)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    took = time.monotonic() - signalled
+    assert proc.returncode == 0 and took < 5.0                   # three 3 s jobs end: not 3 x 3 s one by one
+    summary = json.loads(out)
+    assert summary["succeeded"] >= 3 and summary["handed_back"] >= 1
+    counts = statuses(world)
+    assert counts["running"] == 0 and counts["succeeded"] + counts["pending"] == 13   # none left waiting on a lease
+
+
+def test_sigterm_after_the_grace_period_records_the_jobs_as_interrupted(world, tmp_path):
+    log = tmp_path / "effects.log"
+    enqueue(world, [{"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 30}}] * 2)
+    proc = runner(world, "--for", "60", "--concurrency", "2", "--grace", "1", "--timeout", "60")
+    assert wait_until(lambda: len(lines(log)) >= 2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    rows = world.sql("SELECT status, last_error FROM {jobs}")
+    assert {r[0] for r in rows} == {"pending"} and all("grace period" in r[1] for r in rows)
+
+
+def test_a_quiet_queue_runs_while_a_busy_one_has_a_backlog(world, tmp_path):
+    log = tmp_path / "effects.log"
+    enqueue(world, [{"call": "examples.shop:wait_ms", "args": {"ms": 20}, "queue": "busy"}] * 1000)
+    [quiet] = enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0}, "queue": "quiet"}])
+    started = time.time()
+    proc = runner(world, "--for", "60", "--queue", "busy,quiet", "--concurrency", "8")
+    assert wait_until(lambda: lines(log), timeout=30)
+    ran_after = float(lines(log)[0][3]) - started
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert ran_after < 2.0          # the busy queue alone needs 1000 x 20 ms / 8 = 2.5 s of work
+    left = world.sql("SELECT id, queue, attempts, claim_token FROM {jobs} WHERE status = 'running'")
+    assert proc.returncode == 0 and left == [], (left, out, err[-2000:])
+
+
+def test_a_runner_shows_in_workers_with_its_jobs_and_as_lost_once_killed(world, tmp_path):
+    log = tmp_path / "effects.log"
+    [job] = enqueue(world, [{"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 30}}])
+    proc = runner(world, "--for", "60", "--timeout", "60", DELAYQ_HEARTBEAT=0.3)
+
+    def workers():
+        return json.loads(script(world, "workers.py", "--json").stdout)["workers"]
+
+    assert wait_until(lambda: any(w["state"] == "live" and [r["id"] for r in w["running"]] == [job]
+                                  and w["pid"] == proc.pid for w in workers()), timeout=20)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert wait_until(lambda: [w["state"] for w in workers() if w["pid"] == proc.pid] == ["lost"], timeout=20)
+    assert wait_until(lambda: not leftovers(world), timeout=5)        # its workers died with it

@@ -1,0 +1,256 @@
+"""The dashboard in a real browser: headless Chromium (Debian's chromium and chromium-driver, through Selenium)
+drives a real `bin/web.py` process on MariaDB + Redis and on SQLite (there behind a password, so the login form
+is driven too), while the real `bin/run_due.py` runs the jobs. One browser for the whole module.
+
+Screenshots of the overview and of a job page go to tests/output/; the MariaDB + Redis run also copies them to
+docs/img/, which the README shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from delayq.clock import SystemClock
+from delayq.search import JobFilter
+from tests.acceptance.test_scripts import BIN, as_json, script
+from tests.conftest import ROOT, make_backend
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+INSTALL = ("headless Chromium is needed for the browser tests: apt-get install chromium chromium-driver "
+           "(make test runs scripts/ensure_services.sh, which installs them)")
+OUTPUT = os.path.join(ROOT, "tests", "output")
+DOCS_IMG = os.path.join(ROOT, "docs", "img")
+FLAKY = "examples.shop:flaky_sync"
+RECORD = "examples.shop:record"
+HANG = "examples.shop:hang"
+NOOP = "examples.shop:noop"
+XSS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
+PASSWORD = "browser-test-" + secrets.token_hex(8)
+WAIT = 15
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("selenium is needed for the browser tests: make install (the dev extra)", pytrace=False)
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        pytest.fail(INSTALL, pytrace=False)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1000", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(WAIT)
+    yield driver
+    driver.quit()
+
+
+class Site:
+    """A real `bin/web.py` on one backend, and the browser's way around it."""
+
+    def __init__(self, kind: str, backend, password: str | None):
+        self.kind, self.backend, self.password = kind, backend, password
+        self.manager = backend.manager()
+        self.manager.check_ready()                # SQLite: the tables exist before the web process reads them
+        env = backend.env()
+        if password:
+            env["DELAYQ_WEB_PASSWORD"] = password
+        self.proc = subprocess.Popen([sys.executable, os.path.join(BIN, "web.py"), "--listen", "127.0.0.1:0", "--json"],
+                                     env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"bin/web.py did not start: {self.proc.stderr.read()}")
+        self.base = json.loads(line)["listening"].rstrip("/")
+
+    def open(self, driver, path: str) -> None:
+        """Go to a page, through the login form when there is a password."""
+        driver.get(self.base + path)
+        if "/login" in driver.current_url:
+            driver.find_element("id", "password").send_keys(self.password)
+            driver.find_element("id", "login").click()
+            until(driver, lambda d: "/login" not in d.current_url)
+
+    def run_due(self, *args: str) -> dict:
+        return as_json(script(self.backend, "run_due.py", "--json", *args, check=0))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module", params=["mysql+redis", "sqlite"])
+def site(request, tmp_path_factory):
+    backend = make_backend(request.param, tmp_path_factory.mktemp(request.param.replace("+", "_")), SystemClock())
+    s = Site(request.param, backend, PASSWORD if request.param == "sqlite" else None)
+    yield s
+    s.stop()
+    backend.cleanup()
+
+
+def until(driver, condition, timeout: float = WAIT):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def text_of(driver, element_id: str) -> str:
+    return driver.find_element("id", element_id).text
+
+
+def flash(driver) -> str:
+    return " ".join(e.text for e in driver.find_elements("css selector", "p.flash"))
+
+
+def no_alert(driver) -> bool:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        driver.switch_to.alert
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def screenshot(driver, site: Site, name: str) -> None:
+    os.makedirs(OUTPUT, exist_ok=True)
+    path = os.path.join(OUTPUT, f"{name}-{site.kind.replace('+', '-')}.png")
+    assert driver.save_screenshot(path)
+    if site.kind == "mysql+redis":
+        os.makedirs(DOCS_IMG, exist_ok=True)
+        shutil.copyfile(path, os.path.join(DOCS_IMG, f"dashboard-{name}.png"))
+
+
+def test_find_a_failed_job_by_business_key_see_its_traceback_retry_it_and_see_it_succeed(browser, site):
+    key = f"order:{secrets.token_hex(3)}"
+    job = site.manager.enqueue(FLAKY, {"order_id": 7, "fail_times": 1}, ext=key, max_attempts=1).id
+    assert site.run_due()["failed"] == 1
+    site.open(browser, "/")
+    search = browser.find_element("css selector", "form.quick input[name=ext_prefix]")
+    search.send_keys(key + "\n")
+    link = until(browser, lambda d: d.find_elements("css selector", f'#results tr[data-id="{job}"] a.job-link'))[0]
+    assert browser.find_element("css selector", f'#results tr[data-id="{job}"] td.ext').text == key
+    link.click()
+    until(browser, lambda d: d.current_url.endswith(f"/jobs/{job}"))
+    assert text_of(browser, "job-status") == "failed"
+    error = text_of(browser, "last-error")
+    assert error.startswith("ConnectionError: ERP timed out (attempt 1)") and "in flaky_sync" in error
+    assert 'File "' in browser.find_element("css selector", "#attempts pre.traceback").text
+    screenshot(browser, site, "job")
+    browser.find_element("id", "retry").click()
+    until(browser, lambda d: f"retried job {job}" in flash(d))
+    assert text_of(browser, "job-status") == "pending"
+    assert site.run_due()["succeeded"] == 1
+    browser.refresh()
+    until(browser, lambda d: text_of(d, "job-status") == "succeeded")
+    outcomes = [row.text for row in browser.find_elements("css selector", "#attempts span.status")]
+    assert outcomes == ["failed", "succeeded"]
+
+
+def test_bulk_cancel_by_filter_with_the_count_and_a_confirmation(browser, site):
+    prefix = f"promo{secrets.token_hex(3)}:"
+    ids = [site.manager.enqueue(NOOP, queue="promo", ext=f"{prefix}{i}", delay=3600).id for i in range(6)]
+    other = site.manager.enqueue(NOOP, queue="promo", ext="keep:1", delay=3600).id
+    site.open(browser, f"/jobs?ext_prefix={prefix}&queue=promo")
+    until(browser, lambda d: len(d.find_elements("css selector", "a.job-link")) == 6)
+    browser.find_element("id", "bulk-cancel").click()
+    until(browser, lambda d: d.find_elements("id", "preview"))
+    assert text_of(browser, "preview").startswith("dry run: would cancel 6 job(s) in queue(s) promo 6")
+    assert [site.manager.get(j).status for j in ids] == ["pending"] * 6        # asking changed nothing
+    browser.find_element("id", "confirm").click()
+    until(browser, lambda d: "cancelled 6 job(s)" in flash(d))
+    assert [site.manager.get(j).status for j in ids] == ["cancelled"] * 6
+    assert site.manager.get(other).status == "pending"
+    site.open(browser, "/audit")
+    row = browser.find_element("css selector", "#audit tbody tr").text
+    assert "bulk_cancel" in row and prefix in row and "127.0.0.1" in row
+
+
+def test_pause_a_queue_and_see_a_runner_skip_it(browser, site):
+    queue = f"sms{secrets.token_hex(3)}"
+    job = site.manager.enqueue(NOOP, queue=queue).id
+    site.open(browser, "/")
+    row = f'#queues tr[data-queue="{queue}"]'
+    browser.find_element("css selector", f"{row} input[name=reason]").send_keys("gateway down, INC-1")
+    browser.find_element("css selector", f"{row} button.pause").click()
+    until(browser, lambda d: f"paused queue {queue} (gateway down, INC-1)" in flash(d))
+    assert "paused" in browser.find_element("css selector", row).text
+    assert site.run_due("--queue", queue)["claimed"] == 0                  # the runner skips the paused queue
+    assert site.manager.get(job).status == "pending"
+    browser.find_element("css selector", f"{row} button.resume").click()
+    until(browser, lambda d: f"resumed queue {queue}" in flash(d))
+    assert site.run_due("--queue", queue)["succeeded"] == 1
+
+
+def test_xss_payloads_stay_text(browser, site):
+    ext = "x" + XSS[1]
+    job = site.manager.enqueue(RECORD, {"path": XSS[0], "tag": XSS[1]}, ext=ext).id
+    site.run_due()                                     # fails: the "path" is no file; the error repeats it
+    for path in (f"/jobs/{job}", "/jobs?ext_prefix=x%22", "/"):
+        site.open(browser, path)
+        assert no_alert(browser), path
+        assert browser.find_elements("css selector", "main img, main script") == [], path
+    site.open(browser, f"/jobs/{job}")
+    args = text_of(browser, "args")
+    assert XSS[0] in args and XSS[1].replace('"', '\\"') in args
+    assert text_of(browser, "job-ext") == ext and XSS[0] in text_of(browser, "last-error")
+    assert no_alert(browser)
+
+
+def test_overview_shows_a_live_runner_with_its_job_and_the_chart(browser, site, tmp_path):
+    queue = f"reports{secrets.token_hex(2)}"
+    job = site.manager.enqueue(HANG, {"path": str(tmp_path / "hang.log"), "seconds": 6}, queue=queue).id
+    env = dict(site.backend.env(), DELAYQ_HEARTBEAT="0.3")
+    runner = subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), "--for", "60", "--queue", queue],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        site.open(browser, "/")
+
+        def live(d):
+            d.refresh()
+            return d.find_elements("css selector", f'#runners tr.live a[href$="/jobs/{job}"]')
+        until(browser, live, timeout=30)
+        row = browser.find_element("css selector", "#runners tr.live").text
+        assert str(runner.pid) in row and queue in row
+        bars = browser.find_elements("css selector", "svg.chart rect")
+        assert bars and "succeeded" in browser.find_element("css selector", "svg.chart > title").get_attribute(
+            "textContent")
+        screenshot(browser, site, "overview")
+    finally:
+        runner.send_signal(signal.SIGTERM)
+        try:
+            runner.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.wait()
+
+
+def test_a_post_without_the_csrf_token_is_refused(site):
+    job = site.manager.enqueue(NOOP, delay=3600).id
+    with requests.Session() as http:
+        if site.password:
+            http.auth = ("ops", site.password)
+        page = http.get(site.base + f"/jobs/{job}", timeout=10)
+        assert page.status_code == 200 and 'name="csrf"' in page.text
+        refused = http.post(site.base + f"/jobs/{job}/cancel", data={}, timeout=10, allow_redirects=False)
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        forged = http.post(site.base + f"/jobs/{job}/cancel", data={"csrf": "x" * 43}, timeout=10,
+                           allow_redirects=False)
+        assert forged.status_code == 403
+    assert site.manager.get(job).status == "pending"
+    assert site.manager.count(JobFilter(ids=(job,))) == [("default", "pending", 1)]
+    stranger = requests.post(site.base + f"/jobs/{job}/cancel", timeout=10, allow_redirects=False)
+    assert stranger.status_code == (401 if site.password else 403)
+    assert site.manager.get(job).status == "pending"

@@ -1,0 +1,339 @@
+"""The Store contract (store/base.py), one suite run on every store: SQLite and MariaDB (huey's storage suite).
+
+Each test calls the interface directly, with the clock's times passed in, and checks what
+its docstring promises (what is atomic, what is conditional on the claim token).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pymysql
+import pytest
+
+from delayq.errors import SchemaError
+from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
+from delayq.store import Recovery, open_store
+from delayq.store.queries import latest_version
+from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, require
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(params=STORES)
+def store(request, tmp_path):
+    prefix = new_prefix()
+    if request.param.startswith("mysql"):
+        require("mysql")
+        s = mysql8_store(prefix) if request.param == "mysql8" else open_store(MYSQL_URL, prefix)
+        s.migrate(NOW)
+    else:
+        s = open_store(f"sqlite:///{tmp_path}/store.db", prefix)
+    yield s
+    s.close()
+    if request.param.startswith("mysql"):
+        drop_mysql(prefix)
+
+
+def spec(**kw) -> JobSpec:
+    return JobSpec(**{"call": "examples.shop:noop", "args_json": "{}", "due_at": NOW, **kw})
+
+
+def started(store, n=1, token="tok", **kw):
+    ids = [r.id for r in store.insert_jobs([spec(**kw) for _ in range(n)], NOW)]
+    return store.start(ids, token, NOW, 300.0)
+
+
+# -- schema -----------------------------------------------------------------------
+def test_migrate_is_idempotent_and_the_schema_is_current(store):
+    assert store.migrate(NOW) == []
+    assert store.check_schema() == latest_version(store.dialect)
+
+
+def test_an_unmigrated_prefix_is_named_with_how_to_fix():
+    require("mysql")
+    store = open_store(MYSQL_URL, new_prefix())
+    with pytest.raises(SchemaError, match=r"\(prefix '\w+'\) do not exist: run `delayq migrate`"):
+        store.check_schema()
+    store.close()
+
+
+def test_a_schema_too_old_or_too_new_is_named(store):
+    need = latest_version(store.dialect)
+    with store.tx() as cur:
+        cur.execute(f"DELETE FROM {store.prefix}_migrations WHERE version = {need}")
+    with pytest.raises(SchemaError, match=f"at schema version {need - 1}, this delayq needs {need}: run `delayq migrate`"):
+        store.check_schema()
+    with store.tx() as cur:
+        cur.execute(f"INSERT INTO {store.prefix}_migrations (version, applied_at) VALUES ({need + 1}, 0)")
+    with pytest.raises(SchemaError, match=f"at schema version {need + 1}, newer than this delayq \\({need}\\): upgrade"):
+        store.check_schema()
+
+
+# -- JobStore -----------------------------------------------------------------------
+def test_insert_returns_ids_in_order_and_unique_returns_the_live_job(store):
+    first = store.insert_jobs([spec(ext=f"o:{i}") for i in range(600)], NOW)
+    assert [r.created for r in first] == [True] * 600 and [r.id for r in first] == sorted(r.id for r in first)
+    assert [store.get(first[i].id).ext for i in (0, 599)] == ["o:0", "o:599"]
+    a, b = store.insert_jobs([spec(ext="u", unique=True), spec(ext="u", unique=True)], NOW)
+    assert (a.created, b.created, b.id) == (True, False, a.id)
+
+
+def test_insert_without_returning_as_on_mysql_8(store):
+    store._supports_returning = lambda connection: False
+    store.returning = False
+    rows = store.insert_jobs([spec(ext="a"), spec(ext="b", unique=True), spec(ext="b", unique=True)], NOW)
+    assert [store.get(r.id).ext for r in rows] == ["a", "b", "b"] and rows[1].id == rows[2].id
+
+
+def test_insert_on_the_callers_connection_exists_only_if_it_commits(store, tmp_path):
+    def connection():
+        if store.dialect == "sqlite":
+            return sqlite3.connect(store.path, isolation_level=None)
+        from urllib.parse import urlsplit
+        u = urlsplit(MYSQL_URL)
+        return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                               password=u.password or "", database=u.path.lstrip("/"), autocommit=False)
+
+    conn = connection()
+    for outcome in ("rollback", "commit"):
+        conn.cursor().execute("BEGIN")
+        [row] = store.insert_jobs_on(conn, [spec(ext=outcome)], NOW, index_pending=True)
+        getattr(conn, outcome)()
+        assert (store.get(row.id) is not None) == (outcome == "commit")
+    conn.close()
+    kept = store.by_ext("commit")[0]
+    assert store.outbox(10) == [(kept.id, "default", NOW, 0)]       # its index entry is still to be added
+    store.outbox_done([kept.id])
+    assert store.outbox(10) == []
+
+
+def test_cancel_touches_pending_jobs_only(store):
+    [running] = started(store, ext="k")
+    [pending] = store.insert_jobs([spec(ext="k", queue="q2")], NOW)
+    result = store.cancel(NOW, ext="k")
+    assert result.cancelled == [(pending.id, "q2")] and result.untouched == [(running.id, RUNNING)]
+    assert store.cancel(NOW, job_id=running.id, queue="elsewhere").cancelled == []
+
+
+def test_reads_by_id_ext_event_and_statuses(store):
+    rows = store.insert_jobs([spec(ext="e", event="order.done", event_id="a" * 32), spec(ext="e")], NOW)
+    assert [j.id for j in store.by_ext("e")] == [r.id for r in rows]
+    assert [j.id for j in store.by_event("a" * 32)] == [rows[0].id]
+    assert store.statuses([rows[0].id, 10**9]) == {rows[0].id: PENDING}
+    assert store.get(10**9) is None and store.attempts(rows[0].id) == []
+
+
+# -- ClaimStore ---------------------------------------------------------------------
+def test_start_takes_only_pending_jobs_and_sets_the_lease(store):
+    a, b = store.insert_jobs([spec(lease=60), spec()], NOW)
+    store.cancel(NOW, job_id=b.id)
+    [job] = store.start([a.id, b.id], "tok", NOW, 300.0)
+    assert (job.id, job.token, job.attempts, job.lease_until) == (a.id, "tok", 1, NOW + 60)
+    assert store.start([a.id], "other", NOW, 300.0) == []
+
+
+def test_claim_due_is_priority_first_and_fair_between_queues(store):
+    store.insert_jobs([spec(queue="busy", due_at=NOW - 100 + i) for i in range(50)], NOW)
+    quiet = store.insert_jobs([spec(queue="quiet", due_at=NOW - 1)], NOW)
+    urgent = store.insert_jobs([spec(queue="busy", due_at=NOW, priority=5)], NOW)
+    store.insert_jobs([spec(queue="quiet", due_at=NOW + 60)], NOW)       # not due
+    jobs = store.claim_due(["busy", "quiet"], NOW, 3, "tok", 300.0)
+    assert urgent[0].id == jobs[0].id and quiet[0].id in {j.id for j in jobs} and len(jobs) == 3
+
+
+def test_concurrent_claims_never_share_a_job(store):
+    store.insert_jobs([spec() for _ in range(400)], NOW)
+    got, barrier = [], threading.Barrier(4)
+
+    def claim(n):
+        barrier.wait()
+        for _ in range(3):
+            got.extend(j.id for j in store.claim_due(["default"], NOW, 40, f"t{n}", 300.0))
+
+    threads = [threading.Thread(target=claim, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 400 and len(set(got)) == 400
+
+
+def test_next_due_is_the_earliest_pending(store):
+    store.insert_jobs([spec(due_at=NOW + 30), spec(due_at=NOW + 10, priority=3), spec(due_at=NOW + 5, queue="x")], NOW)
+    assert store.next_due(["default"]) == NOW + 10
+    assert store.next_due(["nothing"]) is None
+
+
+def test_finish_writes_only_where_the_token_still_holds(store):
+    ok, retry, bad, late = started(store, 4)
+    late.token = "someone-else"
+    outcomes = [Outcome(ok, SUCCEEDED, NOW, NOW + 1), Outcome(retry, PENDING, NOW, NOW + 1, "boom", NOW + 60),
+                Outcome(bad, FAILED, NOW, NOW + 1, "final"), Outcome(late, SUCCEEDED, NOW, NOW + 1)]
+    held, _ = store.finish(outcomes, NOW + 1)
+    assert held == {ok.id, retry.id, bad.id}
+    assert [store.get(j.id).status for j in (ok, retry, bad, late)] == [SUCCEEDED, PENDING, FAILED, RUNNING]
+    assert store.get(retry.id).due_at == NOW + 60
+    assert [a.outcome for a in store.attempts(late.id)] == ["succeeded"]      # the run happened: recorded
+
+
+def test_finish_inserts_the_timeout_handler_with_the_outcome(store):
+    [job] = started(store, on_timeout="examples.shop:noop", deadline=NOW + 1)
+    follow = spec(queue="q9", priority=2)
+    held, handlers = store.finish([Outcome(job, TIMED_OUT, NOW, NOW + 2, "deadline", followup=follow)], NOW + 2)
+    [(new_id, queue, due, priority)] = handlers
+    assert held == {job.id} and (queue, due, priority) == ("q9", NOW, 2) and store.get(new_id).status == PENDING
+
+
+def test_begin_and_extend_need_the_claim(store):
+    [job] = started(store)
+    assert store.begin_job(job.id, "tok", NOW) and store.extend_lease(job.id, "tok", NOW + 999, NOW)
+    assert not store.begin_job(job.id, "stolen", NOW) and not store.extend_lease(job.id, "stolen", NOW + 1, NOW)
+    assert not store.begin_job(job.id, "tok", NOW + 1000)        # the lease ran out
+
+
+# -- StepStore ----------------------------------------------------------------------
+def test_steps_are_declared_once_and_a_manual_step_begins_once(store):
+    [job] = started(store)
+    declared = [("a", "auto"), ("m", "manual")]
+    store.ensure_steps(job.id, declared, NOW)
+    store.ensure_steps(job.id, declared, NOW)
+    assert [(s.name, s.status) for s in store.steps(job.id)] == [("a", PENDING), ("m", PENDING)]
+    assert store.begin_step(job.id, "m", "tok", NOW)
+    store.finish_step(job.id, "m", FAILED, "declined", NOW)
+    assert not store.begin_step(job.id, "m", "tok", NOW)         # a person must reset it first
+    assert store.begin_step(job.id, "a", "tok", NOW) and not store.begin_step(job.id, "a", "stolen", NOW)
+
+
+# -- MaintenanceStore ---------------------------------------------------------------------
+def test_expired_leases_are_recovered_once(store):
+    [job] = started(store)
+    assert store.expired(NOW + 10, 10) == []
+    [e] = store.expired(NOW + 301, 10)
+    assert (e.id, e.token, e.crashes) == (job.id, "tok", 0)
+    decision = Recovery(e.id, e.queue, e.priority, e.token, PENDING, NOW + 301, "lost", True, e.attempts,
+                        e.started_at, crashed=True)
+    assert store.recover([decision], NOW + 301) == [decision]
+    assert store.recover([decision], NOW + 301) == []             # the token moved on: applied once
+    stored = store.get(job.id)
+    assert (stored.status, stored.crashes) == (PENDING, 1)
+    assert [a.outcome for a in store.attempts(job.id)] == ["interrupted"]
+
+
+def test_pending_pages_walk_the_keys(store):
+    rows = store.insert_jobs([spec(priority=i % 3) for i in range(7)], NOW)
+    first = store.pending_page(0, 4)
+    rest = store.pending_page(first[-1][0], 4)
+    assert [r[0] for r in first + rest] == [r.id for r in rows]
+    assert first[1] == (rows[1].id, "default", NOW, 1)
+
+
+def test_alerts_retry_and_purge(store):
+    [job] = started(store)
+    store.finish([Outcome(job, FAILED, NOW, NOW, "down")], NOW)
+    assert [a["id"] for a in store.alerts_due(10)] == [job.id]
+    store.mark_alerted([job.id], NOW)
+    assert store.alerts_due(10) == []
+    retried = store.retry_ids([job.id, 987654], NOW + 5, NOW, True, None)
+    assert retried.changed == [(job.id, "default", 0)] and retried.skipped == [(987654, "gone")]
+    assert (store.get(job.id).status, store.get(job.id).attempts) == (PENDING, 0)
+    assert store.retry_ids([job.id], NOW + 5, NOW, True, None).skipped == [(job.id, PENDING)]   # no longer failed
+    [again] = store.start([job.id], "tok2", NOW, 300)
+    store.finish([Outcome(again, SUCCEEDED, NOW, NOW)], NOW)
+    assert store.purge_ids([job.id], [FAILED]).skipped == [(job.id, SUCCEEDED)]      # not a status it was told
+    assert store.purge_ids([job.id], [SUCCEEDED]).changed == [(job.id, "default", 0)]
+    assert store.get(job.id) is None and store.attempts(job.id) == []
+
+
+# -- ReportStore ----------------------------------------------------------------------
+def test_reports(store):
+    store.insert_jobs([spec(ext="a_b%1"), spec(ext="axb%2"), spec(queue="~tube")], NOW)
+    [failed] = started(store, queue="q")
+    store.finish([Outcome(failed, FAILED, NOW, NOW, "x")], NOW)
+    assert [r["ext"] for r in store.list_jobs(None, None, "a_b", 10)] == ["a_b%1"]     # _ and % are literal
+    assert store.live_queues_like("~%") == ["~tube"] and store.failed_in_queue("q", 5) == [failed.id]
+    counts = {(queue, status): count for queue, status, count, *_ in store.stats(NOW, NOW - 60)}
+    assert counts[("default", PENDING)] == 2 and counts[("q", FAILED)] == 1
+
+
+def test_both_dialects_build_the_same_schema(tmp_path):
+    """Migrations produce the same columns (name, nullability, kind) and indexes (columns) on SQLite and MariaDB."""
+    require("mysql")
+    prefix = new_prefix()
+    lite = open_store(f"sqlite:///{tmp_path}/schema.db", prefix)
+    lite.migrate(NOW)
+    maria = open_store(MYSQL_URL, prefix)
+    maria.migrate(NOW)
+    try:
+        assert schema_of_sqlite(lite, prefix) == schema_of_mysql(maria, prefix)
+    finally:
+        lite.close()
+        maria.close()
+        drop_mysql(prefix)
+
+
+KINDS = {"int": "integer", "tinyint": "integer", "smallint": "integer", "bigint": "integer", "integer": "integer",
+         "double": "real", "real": "real", "varchar": "text", "char": "text", "text": "text", "mediumtext": "text"}
+
+
+def _kind(declared: str) -> str:
+    return KINDS[declared.lower().split("(")[0].split()[0]]
+
+
+def schema_of_sqlite(store, prefix):
+    schema = {}
+    with store.tx() as cur:
+        for table in ("jobs", "attempts", "steps"):
+            name = f"{prefix}_{table}"
+            cur.execute(f"PRAGMA table_info({name})")
+            cols = {r[1]: (_kind(r[2]), bool(r[3]) or bool(r[5])) for r in cur.fetchall()}
+            cur.execute(f"PRAGMA index_list({name})")
+            indexes = set()
+            for row in cur.fetchall():
+                cur.execute(f"PRAGMA index_info({row[1]})")
+                indexes.add(tuple(r[2] for r in cur.fetchall()))
+            schema[table] = (cols, indexes - {()})
+    return schema
+
+
+def schema_of_mysql(store, prefix):
+    schema = {}
+    with store.tx() as cur:
+        for table in ("jobs", "attempts", "steps"):
+            name = f"{prefix}_{table}"
+            cur.execute("SELECT column_name, data_type, is_nullable, column_key FROM information_schema.columns "
+                        "WHERE table_schema = DATABASE() AND table_name = %s", (name,))
+            cols = {r[0]: (_kind(r[1]), r[2] == "NO" or r[3] == "PRI") for r in cur.fetchall()}
+            cur.execute("SELECT index_name, column_name FROM information_schema.statistics "
+                        "WHERE table_schema = DATABASE() AND table_name = %s ORDER BY index_name, seq_in_index", (name,))
+            by_index: dict[str, list[str]] = {}
+            for index, column in cur.fetchall():
+                by_index.setdefault(index, []).append(column)
+            pk = tuple(by_index.pop("PRIMARY", ()))
+            indexes = {tuple(cols_) for cols_ in by_index.values()}
+            if len(pk) > 1:          # SQLite lists a composite primary key as an index; a rowid key it does not
+                indexes.add(pk)
+            schema[table] = (cols, indexes)
+    return schema
+
+
+def test_search_pages_by_key_with_every_filter(store):
+    from delayq.search import JobFilter
+    rows = store.insert_jobs([spec(ext=f"order:{i}", queue="a" if i % 2 else "b", due_at=NOW + i) for i in range(10)]
+                             + [spec(call="examples.shop:record", ext="gift:1")], NOW)
+    ids = [r.id for r in rows]
+    first = store.search(JobFilter(), None, 4)
+    second = store.search(JobFilter(), first[-1]["id"], 4)
+    assert [r["id"] for r in first + second] == ids[::-1][:8]
+    by = lambda **kw: [r["id"] for r in store.search(JobFilter(**kw), None, 100)]   # noqa: E731
+    assert by(queues=("a",)) == ids[1:10:2][::-1]
+    assert by(ext_prefix="order:") == ids[:10][::-1] and by(ext="gift:1") == [ids[10]]
+    assert by(call="examples.shop:record") == [ids[10]] and by(call="examples.shop:") == ids[::-1]
+    assert by(since=NOW + 3, until=NOW + 5) == [ids[4], ids[3]]
+    assert by(ids=(ids[0], ids[5]), statuses=("pending",)) == [ids[5], ids[0]]
+    [job] = started(store, ext="boom")
+    store.finish([Outcome(job, FAILED, NOW, NOW, "ConnectionError: 50%_off host down")], NOW)
+    assert by(error="50%_off") == [job.id] and by(error="50x_off") == []
+    assert by(statuses=("failed",), time_field="finished", since=NOW) == [job.id]
+    assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]

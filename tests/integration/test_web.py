@@ -1,0 +1,278 @@
+"""The dashboard's verbs on every backend (run now, attempts per minute, the audit trail), and the Flask app over real
+backends through its test client: CSRF, read-only, the password (form, basic, bearer), the Host check, headers,
+escaping, no secret in any page, every action audited."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from delayq.errors import InvalidInput, NotFound
+from delayq.runner import Runner
+from delayq.search import JobFilter
+from delayq.web import WebSettings, create_app
+
+NOOP = "examples.shop:noop"
+FAILS = "examples.shop:refund_rejected"
+FLAKY = "examples.shop:flaky_sync"
+RECORD = "examples.shop:record"
+XSS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
+PASSWORD = "correct horse battery staple"
+
+
+def run(q, queues=("default",)):
+    return Runner(q, list(queues), 500).run_pass()
+
+
+# -- verbs ------------------------------------------------------------------------------------
+def test_run_now_moves_a_pending_job_due_now_in_the_store_and_the_index(q, clock):
+    later = q.enqueue(NOOP, queue="sms", delay=3600, priority=3).id
+    other = q.enqueue(NOOP, queue="sms", delay=3600).id
+    assert run(q, ["sms"]).claimed == 0
+    clock.advance(5)
+    job = q.run_now(later)
+    assert (job.id, job.due_at) == (later, clock.now()) and q.get(later).due_at == clock.now()
+    assert [j.id for j in q.claim(["sms"], 10)] == [later]       # the index has it due now; the other waits
+    assert q.get(other).status == "pending"
+    with pytest.raises(InvalidInput, match=f"job {later} is running: only a pending job can run now"):
+        q.run_now(later)
+    with pytest.raises(NotFound):
+        q.run_now(later + 1000)
+
+
+def test_throughput_counts_attempts_per_minute_by_outcome(q, clock):
+    start = clock.now()
+    for _ in range(3):
+        q.enqueue(NOOP)
+    q.enqueue(FAILS, {"order_id": 1})
+    run(q)
+    clock.advance(10 * 60)
+    q.enqueue(FLAKY, {"order_id": 2})
+    run(q)
+    first, series = q.throughput(60)
+    assert first == start - 50 * 60          # whole minutes: the last 60 and the current one
+    assert series["succeeded"][50] == 3 and series["failed"][50] == 1 and series["retry"][60] == 1
+    assert sum(series["succeeded"]) == 3 and len(series["succeeded"]) == 61
+
+
+def test_queue_counts_cover_live_and_failed_jobs_only(q, clock):
+    q.enqueue(NOOP, queue="sms")
+    q.enqueue(NOOP, queue="sms", delay=600)
+    q.enqueue(FAILS, {"order_id": 1}, queue="erp")
+    q.enqueue(NOOP, queue="done")
+    run(q, ["erp", "done"])
+    clock.advance(1)
+    now, rows = q.queue_counts()
+    assert now == clock.now()
+    assert sorted(rows) == [("erp", "failed", 1, 1, clock.now() - 1), ("sms", "pending", 2, 1, clock.now() - 1)]
+
+
+def test_audit_rows_are_kept_newest_first_and_paged(q, clock):
+    for n in range(3):
+        q.record_action("127.0.0.1", "local (no password)", "cancel", f"job {n}", n, f"cancelled job {n}")
+        clock.advance(1)
+    rows = q.actions(limit=2)
+    assert [r["target"] for r in rows] == ["job 2", "job 1"] and rows[0]["jobs"] == 2
+    assert rows[0]["address"] == "127.0.0.1" and rows[0]["detail"] == "cancelled job 2"
+    assert [r["target"] for r in q.actions(before=rows[-1]["at"])] == ["job 0"]
+
+
+# -- the app --------------------------------------------------------------------------------
+@pytest.fixture(params=["sqlite", "mysql+redis"])
+def web(request, tmp_path, clock):
+    from tests.conftest import make_backend
+
+    backend = make_backend(request.param, tmp_path, clock)
+    manager = backend.manager()
+    manager.backend = backend
+    yield manager
+    backend.cleanup()
+
+
+def client(manager, **settings):
+    app = create_app(manager, WebSettings(**settings))
+    return app.test_client()
+
+
+def csrf(c, path="/"):
+    page = c.get(path, base_url="http://127.0.0.1:8080").get_data(as_text=True)
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def post(c, path, **form):
+    return c.post(path, data=form, base_url="http://127.0.0.1:8080")
+
+
+def get(c, path, **kwargs):
+    return c.get(path, base_url="http://127.0.0.1:8080", **kwargs)
+
+
+def test_every_response_carries_the_security_headers_and_no_script(web):
+    c = client(web)
+    for path in ("/", "/jobs", "/audit", "/jobs/999", "/login"):
+        response = get(c, path)
+        assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert "script-src" not in response.headers["Content-Security-Policy"]      # none allowed at all
+        assert response.headers["X-Frame-Options"] == "DENY" and response.headers["X-Content-Type-Options"] == "nosniff"
+        assert "<script" not in response.get_data(as_text=True)
+    assert get(c, "/jobs/999").status_code == 404
+
+
+def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(web, clock):
+    job = web.enqueue(NOOP, delay=600).id
+    c = client(web)
+    assert post(c, f"/jobs/{job}/cancel").status_code == 403
+    assert post(c, f"/jobs/{job}/cancel", csrf="forged").status_code == 403
+    assert web.get(job).status == "pending" and web.actions() == []
+    token = csrf(c)
+    done = post(c, f"/jobs/{job}/cancel", csrf=token)
+    assert done.status_code == 302 and web.get(job).status == "cancelled"
+    [row] = web.actions()
+    assert (row["action"], row["target"], row["jobs"], row["address"]) == ("cancel", f"job {job}", 1, "127.0.0.1")
+    clock.advance(1)
+    assert post(c, f"/jobs/{job}/cancel", csrf=token).status_code == 302       # refused by the verb: audited too
+    assert "refused: job" in web.actions()[0]["detail"] and web.actions()[0]["jobs"] == 0
+
+
+def test_read_only_shows_no_action_and_refuses_every_post(web):
+    failed = web.enqueue(FAILS, {"order_id": 1}).id
+    run(web)
+    c = client(web, read_only=True)
+    page = get(c, f"/jobs/{failed}").get_data(as_text=True)
+    assert "Retry the job" not in page and 'action="/jobs/' not in page and "read-only" in page
+    assert "Pause" not in get(c, "/").get_data(as_text=True)
+    assert "bulk-retry" not in get(c, "/jobs?status=failed").get_data(as_text=True)
+    assert get(c, "/bulk/retry?status=failed").status_code == 403
+    with c.session_transaction() as session:      # a valid CSRF token does not matter: read-only refuses first
+        session["csrf"] = "valid-token"
+    assert post(c, f"/jobs/{failed}/retry", csrf="valid-token").status_code == 403
+    assert web.get(failed).status == "failed" and web.actions() == []
+    writable = get(client(web), f"/jobs/{failed}").get_data(as_text=True)
+    assert "Retry the job" in writable                 # the same page with the buttons, when not read-only
+
+
+def test_with_a_password_every_page_needs_it_by_form_basic_or_bearer(web):
+    c = client(web, password=PASSWORD, local_only=False)
+    assert get(c, "/jobs?status=failed").headers["Location"].startswith("/login?next=/jobs?status%3Dfailed")
+    assert get(c, "/static/delayq.css").status_code == 200            # the login page's CSS only
+    assert post(c, "/queues/pause", queue="sms").status_code == 401
+    token = csrf(c, "/login")
+    wrong = post(c, "/login", csrf=token, password=PASSWORD[:-1])
+    assert wrong.status_code == 401 and "wrong password" in wrong.get_data(as_text=True)
+    assert post(c, "/login", csrf=token, password=PASSWORD, next="//evil.example/").headers["Location"] == "/"
+    assert get(c, "/").status_code == 200
+    fresh = client(web, password=PASSWORD, local_only=False)
+    basic = base64.b64encode(f"ops:{PASSWORD}".encode()).decode()
+    assert get(fresh, "/", headers={"Authorization": f"Basic {basic}"}).status_code == 200
+    assert get(fresh, "/", headers={"Authorization": f"Bearer {PASSWORD}"}).status_code == 200
+    assert get(fresh, "/", headers={"Authorization": "Bearer nope"}).status_code == 302
+    assert post(fresh, "/queues/pause", queue="sms", csrf=csrf(fresh, "/login"),
+                ).status_code == 401      # a CSRF token is not a login
+    assert web.paused_queues() == {}
+
+
+def test_wrong_passwords_are_throttled_per_address(web):
+    c = client(web, password=PASSWORD, local_only=False)
+    token = csrf(c, "/login")
+    codes = [post(c, "/login", csrf=token, password="guess").status_code for _ in range(11)]
+    assert codes[:10] == [401] * 10 and codes[10] == 429
+    assert post(c, "/login", csrf=token, password=PASSWORD).status_code == 429     # even the right one, for a minute
+
+
+def test_without_a_password_only_loopback_host_names_are_served(web):
+    c = client(web)
+    assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding
+    for base in ("http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"):
+        assert c.get("/", base_url=base).status_code == 200
+    assert client(web, password=PASSWORD, local_only=False).get(
+        "/login", base_url="http://dash.example").status_code == 200
+
+
+def test_args_errors_and_business_keys_are_escaped(web):
+    job = web.enqueue(RECORD, {"path": XSS[0], "tag": XSS[1]}, ext="k" + XSS[1][:40]).id
+    run(web)
+    c = client(web)
+    for path in (f"/jobs/{job}", "/jobs", "/jobs?ext_prefix=k%22", "/audit"):
+        page = get(c, path).get_data(as_text=True)
+        assert "<script>alert" not in page and "<img src=x" not in page
+    page = get(c, f"/jobs/{job}").get_data(as_text=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_no_password_or_secret_appears_in_any_page(web):
+    failed = web.enqueue(FAILS, {"order_id": 1}, ext="order:1").id
+    run(web)
+    secrets = (PASSWORD, "hunter2", "whsecret")
+    settings = WebSettings(password=PASSWORD, local_only=False, backend="mysql://db1:3306/shop")
+    c = create_app(web, settings).test_client()
+    auth = {"Authorization": f"Bearer {PASSWORD}"}
+    for path in ("/", "/jobs", f"/jobs/{failed}", "/audit", "/bulk/retry?status=failed", "/jobs/99999", "/login",
+                 "/jobs?since=nonsense"):
+        page = c.get(path, headers=auth).get_data(as_text=True)
+        assert not any(secret in page for secret in secrets), path
+    assert PASSWORD not in repr(settings)
+
+
+def test_job_actions_retry_a_step_run_now_and_bulk_with_confirmation_are_audited(web, clock, tmp_path):
+    log = tmp_path / "effects.log"
+    gift = web.enqueue("examples.shop:SendGift", {"path": str(log), "charge_fails": True}).id
+    run(web)
+    c = client(web)
+    token = csrf(c)
+    page = get(c, f"/jobs/{gift}").get_data(as_text=True)
+    assert "Retry step charge_user only" in page and "manual (at most once)" in page
+    assert post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user").status_code == 302
+    assert web.get(gift).status == "pending"
+    later = web.enqueue(NOOP, queue="sms", delay=3600).id
+    clock.advance(1)
+    post(c, f"/jobs/{later}/run-now", csrf=token)
+    assert web.get(later).due_at == clock.now()
+    promos = [web.enqueue(NOOP, queue="promo", ext=f"promo:{i}", delay=600).id for i in range(4)]
+    confirm = get(c, "/bulk/cancel?ext_prefix=promo:&queue=promo").get_data(as_text=True)
+    assert "would cancel 4 job(s)" in confirm and "Cancel 4 job(s)" in confirm
+    assert [web.get(j).status for j in promos] == ["pending"] * 4          # the confirmation page changes nothing
+    clock.advance(1)
+    done = post(c, "/bulk/cancel", csrf=token, ext_prefix="promo:", queue="promo")
+    assert done.headers["Location"] == "/jobs?queue=promo&ext_prefix=promo:"
+    assert [web.get(j).status for j in promos] == ["cancelled"] * 4
+    assert "needs a filter" in get(c, "/bulk/purge").get_data(as_text=True)
+    clock.advance(1)
+    post(c, "/queues/pause", csrf=token, queue="sms", reason="gateway down")
+    assert web.paused_queues()["sms"][1] == "gateway down"
+    clock.advance(1)
+    post(c, "/queues/resume", csrf=token, queue="sms")
+    actions = [(r["action"], r["target"], r["jobs"]) for r in reversed(web.actions())]
+    assert actions == [("retry_step", f"job {gift} step charge_user", 1), ("run_now", f"job {later}", 1),
+                       ("bulk_cancel", "filter: queue 'promo', ext prefix 'promo:'", 4),
+                       ("pause", "queue sms", 0), ("resume", "queue sms", 0)]
+    assert web.count(JobFilter(queues=("promo",), statuses=("cancelled",))) == [("promo", "cancelled", 4)]
+
+
+def test_an_at_most_once_job_whose_runner_died_is_marked_outcome_unknown_with_what_to_check(web, clock, tmp_path):
+    job = web.enqueue("examples.shop:charge", {"path": str(tmp_path / "charge.log")}, ext="order:9", lease=30).id
+    [claimed] = web.claim(["default"], 1)
+    assert web.begin(claimed)                          # it began: then its runner vanished
+    clock.advance(31)
+    web.recover_expired()
+    page = get(client(web), f"/jobs/{job}").get_data(as_text=True)
+    assert web.get(job).status == "failed" and 'id="outcome-unknown"' in page
+    assert "The job began (this job runs <strong>at most once</strong>)" in page and "What to check:" in page
+    assert "for <code>order:9</code>" in page and "Retry the job" in page
+    ordinary = web.enqueue(FAILS, {"order_id": 2}).id
+    run(web)
+    assert 'id="outcome-unknown"' not in get(client(web), f"/jobs/{ordinary}").get_data(as_text=True)
+
+
+def test_search_pages_by_keyset_and_reports_bad_input(web):
+    ids = [web.enqueue(NOOP, queue="pages", ext=f"p:{i}").id for i in range(5)]
+    c = client(web)
+    first = get(c, "/jobs?queue=pages&limit=2").get_data(as_text=True)
+    assert re.findall(r'class="job-link">(\d+)<', first) == [str(ids[4]), str(ids[3])]
+    assert f"before={ids[3]}" in first
+    second = get(c, f"/jobs?queue=pages&limit=2&before={ids[3]}").get_data(as_text=True)
+    assert re.findall(r'class="job-link">(\d+)<', second) == [str(ids[2]), str(ids[1])]
+    bad = get(c, "/jobs?since=yesterday-ish")
+    assert bad.status_code == 400 and "since" in bad.get_data(as_text=True)
+    assert get(c, "/jobs?status=lost").status_code == 400
