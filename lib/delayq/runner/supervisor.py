@@ -185,6 +185,7 @@ class Runner:
         elif self._jobs or seconds <= 0:
             self._take(self._poll(seconds), summary)
         else:
+            self.drain()     # idle: the outcomes in the writer land first (a retry they schedule may be due soon)
             self.clock.sleep(seconds)
             self._take(self._poll(0), summary)
         if time.monotonic() - self._snapshot_at >= 0.5:
