@@ -126,20 +126,7 @@ def main() -> None:
         py, why_not = peers_python() if PEERS not in ("", "none") else (None, "BENCH_PEERS is empty")
         measure_issue11(py, why_not, url, results)
         measure_issue10(url, results)
-        with tempfile.TemporaryDirectory() as tmp:
-            sqlite = f"sqlite:///{tmp}/bench.db"
-            results["burst"] = {name: stat([D.burst(db, rd, N)["jobs_per_s"] for _ in range(RUNS)])
-                                for name, db, rd in (("delayq mysql+redis", MYSQL, url), ("delayq mysql", MYSQL, None),
-                                                     ("delayq sqlite", sqlite, None))}
-        rss = D.burst(MYSQL, url, N)["runner_peak_rss_mb"]
-        results["runner_peak_rss_mb"] = rss
-        results["burst"].update({k: peer_figure(v, "jobs_per_s") for k, v in
-                                 run_peers(py, why_not, url, "burst", ["--n", str(N)]).items()})
-        enq = [D.enqueue(MYSQL, url, N) for _ in range(RUNS)]
-        results["enqueue"] = {"delayq one by one": stat([e["one_by_one_per_s"] for e in enq]),
-                              "delayq bulk": stat([e["bulk_per_s"] for e in enq])}
-        results["enqueue"].update({k: peer_figure(v, "jobs_per_s") for k, v in
-                                   run_peers(py, why_not, url, "enqueue", ["--n", str(N)]).items()})
+        measure_burst_and_enqueue(py, why_not, url, results)
         late = [D.lateness(MYSQL, url, RATE, SECONDS) for _ in range(RUNS)]
         results["lateness_p99_ms"] = {"delayq": stat([x["p99_ms"] for x in late])}
         results["lateness_p50_ms"] = {"delayq": stat([x["p50_ms"] for x in late])}
@@ -328,6 +315,34 @@ def measure_issue11(py: str | None, why_not: str | None, url: str, results: dict
     progress("cron timing", t)
 
 
+def measure_burst_and_enqueue(py: str | None, why_not: str | None, url: str, results: dict) -> None:
+    """Sections 1 and 2: the no-op burst (delayq on three backends, the runner's RSS, the peers) and enqueue."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = f"sqlite:///{tmp}/bench.db"
+        results["burst"] = {name: stat([D.burst(db, rd, N)["jobs_per_s"] for _ in range(RUNS)])
+                            for name, db, rd in (("delayq mysql+redis", MYSQL, url), ("delayq mysql", MYSQL, None),
+                                                 ("delayq sqlite", sqlite, None))}
+    results["runner_peak_rss_mb"] = D.burst(MYSQL, url, N)["runner_peak_rss_mb"]
+    results["burst"].update({k: peer_figure(v, "jobs_per_s") for k, v in
+                             run_peers(py, why_not, url, "burst", ["--n", str(N)]).items()})
+    enq = [D.enqueue(MYSQL, url, N) for _ in range(RUNS)]
+    results["enqueue"] = {"delayq one by one": stat([e["one_by_one_per_s"] for e in enq]),
+                          "delayq bulk": stat([e["bulk_per_s"] for e in enq])}
+    results["enqueue"].update({k: peer_figure(v, "jobs_per_s") for k, v in
+                               run_peers(py, why_not, url, "enqueue", ["--n", str(N)]).items()})
+
+
+def report_burst_and_enqueue(r: dict) -> list[str]:
+    if "burst" not in r:
+        return []
+    lines = section_lines(r, "1. burst of delayed no-op jobs, one runner with its defaults", r["burst"], "jobs/s")
+    lines += section_lines(r, "2. delayed enqueue", r["enqueue"], "jobs/s")
+    shown, ratio, met = _ratio(r["burst"]["delayq mysql+redis"]["median"], r["burst"], 4)
+    verdict = "no figure" if met is None else "met" if met else "NOT MET"
+    return lines + [f"runner peak RSS {r['runner_peak_rss_mb']} MB; no-op burst >= 4x best peer: {shown}, {ratio} "
+                    f"({verdict})", ""]
+
+
 def measure_issue10(url: str, results: dict) -> None:
     """Section 12: single enqueues from 1 and 8 threads through one client, bulk, the in-transaction lateness."""
     t = time.monotonic()
@@ -456,9 +471,9 @@ def _share(name: str, value: float | None, limit: float, at_least: float) -> tup
 
 def main_parts(parts: list[str]) -> None:
     """`bench.py issue11 issue10`: only those sections (for working on them), into results/parts.json."""
-    unknown = set(parts) - {"issue11", "issue10"}
+    unknown = set(parts) - {"issue11", "issue10", "burst"}
     if unknown:
-        raise SystemExit(f"unknown part(s) {', '.join(sorted(unknown))}: issue11, issue10")
+        raise SystemExit(f"unknown part(s) {', '.join(sorted(unknown))}: issue11, issue10, burst")
     began = time.monotonic()
     redis = PrivateRedis()
     results: dict = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "n": N, "runs": RUNS,
@@ -470,6 +485,8 @@ def main_parts(parts: list[str]) -> None:
             measure_issue11(py, why_not, redis.url, results)
         if "issue10" in parts:
             measure_issue10(redis.url, results)
+        if "burst" in parts:
+            measure_burst_and_enqueue(py, why_not, redis.url, results)
     finally:
         redis.stop()
     results["seconds"] = round(time.monotonic() - began)
@@ -478,7 +495,7 @@ def main_parts(parts: list[str]) -> None:
         json.dump(results, f, indent=2)
     lines = [f"delayq benchmark, parts {', '.join(parts)}, {results['when']}, {results['machine']}, median of "
              f"{RUNS} run(s), took {results['seconds']} s", ""]
-    lines += report_issue11(results) + report_issue10(results)
+    lines += report_burst_and_enqueue(results) + report_issue11(results) + report_issue10(results)
     lines += target_lines("targets (issue 11)", targets_issue11(results))
     lines += target_lines("targets (issue 10)", targets_issue10(results))
     print("\n".join(lines))

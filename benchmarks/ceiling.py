@@ -10,12 +10,15 @@ contrast. What it leaves out is delayq's Python around them (the supervisor, the
 from __future__ import annotations
 
 import json
+import secrets
 import time
 
 import pymysql
 import redis
 
 from delayq.index.redis import BAND, load_scripts
+
+RECORD_SECONDS = 15         # how long claim.lua keeps a claim's record: what RedisIndex keeps on one server
 from delayq_side import NOOP, World
 
 def ceiling(mysql_url: str, redis_url: str, n: int, batch: int = 500) -> dict:
@@ -42,13 +45,15 @@ def _loop(w: World, size: int, count: int) -> float:
     claim = load_scripts(r)["claim"]                     # sql/lua/claim.lua, as the runner runs it
     q = w.q.store.q                                      # sql/queries.sql + sql/mysql/queries.sql, by name
     due, inflight = "{" + w.prefix + ":default}:due", "{" + w.prefix + ":default}:inflight"
-    token = "t" * 32
     done = 0
     t0 = time.perf_counter()
     with conn.cursor() as cur:
         while done < count:
             now = time.time()
-            ids = [int(i) for i in claim(keys=[due, inflight], args=[repr(now), size, repr(now + 300), BAND])]
+            token = secrets.token_hex(16)       # one a claim, as the runner: claim.lua records what it took under it
+            record = "{" + w.prefix + ":default}:claim:" + token
+            ids = [int(i) for i in claim(keys=[due, inflight, record],
+                                         args=[repr(now), size, repr(now + 300), BAND, RECORD_SECONDS])]
             cur.execute(*q("start_jobs", token=token, now=now, lease=300.0, ids=ids))
             cur.execute(*q("select_claimed", ids=ids, token=token))
             claimed = cur.fetchall()

@@ -8,7 +8,7 @@ the 6 queues live on all 3 masters; one queue lives on one master):
 Throughput = N / (T -> the last outcome committed), polled on the database every 5 ms. Beside it, the CPU
 time the runners, the local mariadbd and the Redis servers spent from T to the end, per job (/proc).
 
-    .venv/bin/python benchmarks/scaling.py            # about 5 minutes with today's one-job-at-a-time runner
+    .venv/bin/python benchmarks/scaling.py            # about 2 minutes (BENCH_RUNS=3: medians of 3)
     BENCH_SCALING_N=5000 .venv/bin/python benchmarks/scaling.py
 
 `--concurrency` is passed to the runners (BENCH_CONCURRENCY, default 8) only when run_due.py has the flag.
