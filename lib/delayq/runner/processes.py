@@ -5,7 +5,7 @@ batches. Shared memory tells the supervisor, even after the worker died, which o
 sent it has taken (a flag per place in the order sent) and the id and start time of the job
 each thread runs. Results go back the moment a job ends: a sender thread sends whatever
 has ended since its last send in one message (one write for many no-op jobs, at once for a
-slow one). So when a worker dies, each of its jobs without a result is known to be running
+slow one), and a job's thread takes its next job only once that result is sent. So when a worker dies, each of its jobs without a result is known to be running
 (in the table), taken and ended with its result unsent (flagged, not in the table), or never
 started (not flagged).
 
@@ -349,7 +349,7 @@ def _child(manager, conn, taken, slots, concurrency: int) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)      # the supervisor decides when workers stop
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         todo: queue.SimpleQueue = queue.SimpleQueue()
-        outbox: queue.SimpleQueue = queue.SimpleQueue()
+        outbox = _Outbox()
         send_lock = threading.Lock()
         threads = [threading.Thread(target=_thread, args=(manager, todo, outbox, taken, slots, i),
                                     daemon=True) for i in range(concurrency)]
@@ -358,7 +358,7 @@ def _child(manager, conn, taken, slots, concurrency: int) -> None:
         sender = threading.Thread(target=_send_results, args=(conn, send_lock, outbox), daemon=True)
         sender.start()
         _serve(conn, todo, threads, send_lock)
-        outbox.put(None)
+        outbox.close()
         sender.join()
         code = 0
     finally:
@@ -400,7 +400,37 @@ def _serve(conn, todo: queue.SimpleQueue, threads: list[threading.Thread], send_
             return
 
 
-def _thread(manager, todo: queue.SimpleQueue, outbox: queue.SimpleQueue, taken, slots, i: int) -> None:
+class _Outbox:
+    """Results waiting for the sender thread. A job thread waits until its result is sent before it takes the
+    next job: a job that kills the process later (os._exit, a segfault) then finds every result of that
+    thread already with the supervisor, while the other threads' results still share one message."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.items: list = []
+        self.queued = 0          # results put so far
+        self.sent = 0            # results sent so far
+        self.closed = False
+
+    def put(self, fields: tuple) -> int:
+        with self.cond:
+            self.items.append(fields)
+            self.queued += 1
+            self.cond.notify_all()
+            return self.queued
+
+    def wait_sent(self, ticket: int) -> None:
+        with self.cond:
+            while self.sent < ticket and not self.closed:
+                self.cond.wait()
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+def _thread(manager, todo: queue.SimpleQueue, outbox: _Outbox, taken, slots, i: int) -> None:
     while True:
         item = todo.get()
         if item is None:
@@ -410,25 +440,27 @@ def _thread(manager, todo: queue.SimpleQueue, outbox: queue.SimpleQueue, taken, 
         slots[2 * i] = float(job.id)
         taken[place] = 1          # in the table, then flagged as taken: both before it starts
         result = run_job(manager, job)
-        outbox.put((result.job_id, result.kind, result.started, result.finished, result.error, result.snooze))
+        ticket = outbox.put((result.job_id, result.kind, result.started, result.finished, result.error,
+                             result.snooze))
         slots[2 * i] = 0.0        # ended: flagged as taken and out of the table, until its result is sent
+        outbox.wait_sent(ticket)
 
 
-def _send_results(conn, send_lock: threading.Lock, outbox: queue.SimpleQueue) -> None:
+def _send_results(conn, send_lock: threading.Lock, outbox: _Outbox) -> None:
     """Send what has ended, as it ends: whatever came while the last send was under way goes in one message."""
     while True:
-        batch = [outbox.get()]
-        while True:
-            try:
-                batch.append(outbox.get_nowait())
-            except queue.Empty:
-                break
-        last = batch[-1] is None
-        done = [fields for fields in batch if fields is not None]
+        with outbox.cond:
+            while not outbox.items and not outbox.closed:
+                outbox.cond.wait()
+            done, outbox.items = outbox.items, []
+            last = outbox.closed
         if done:
             with send_lock:
                 conn.send(("done", done))
-        if last:
+            with outbox.cond:
+                outbox.sent += len(done)
+                outbox.cond.notify_all()
+        if last and not done:
             return
 
 
