@@ -192,8 +192,7 @@ def report(r: dict) -> str:
     def section(title: str, figures: dict, unit: str) -> None:
         lines.extend(section_lines(r, title, figures, unit))
 
-    section("1. burst of delayed no-op jobs, one runner with its defaults", r["burst"], "jobs/s")
-    section("2. delayed enqueue", r["enqueue"], "jobs/s")
+    lines += burst_and_enqueue_sections(r)
     section("3. lateness p99, steady stream", r["lateness_p99_ms"], "ms")
     section("   lateness p50", r["lateness_p50_ms"], "ms")
     section("   lateness max", r["lateness_max_ms"], "ms")
@@ -332,11 +331,17 @@ def measure_burst_and_enqueue(py: str | None, why_not: str | None, url: str, res
                                run_peers(py, why_not, url, "enqueue", ["--n", str(N)]).items()})
 
 
+def burst_and_enqueue_sections(r: dict) -> list[str]:
+    """Sections 1 and 2 of the table (make bench, and `bench.py burst`)."""
+    return (section_lines(r, "1. burst of delayed no-op jobs, one runner with its defaults", r["burst"], "jobs/s")
+            + section_lines(r, "2. delayed enqueue", r["enqueue"], "jobs/s"))
+
+
 def report_burst_and_enqueue(r: dict) -> list[str]:
+    """`bench.py burst`: sections 1 and 2, and the burst's target (make bench has it in its targets block)."""
     if "burst" not in r:
         return []
-    lines = section_lines(r, "1. burst of delayed no-op jobs, one runner with its defaults", r["burst"], "jobs/s")
-    lines += section_lines(r, "2. delayed enqueue", r["enqueue"], "jobs/s")
+    lines = burst_and_enqueue_sections(r)
     shown, ratio, met = _ratio(r["burst"]["delayq mysql+redis"]["median"], r["burst"], 4)
     verdict = "no figure" if met is None else "met" if met else "NOT MET"
     return lines + [f"runner peak RSS {r['runner_peak_rss_mb']} MB; no-op burst >= 4x best peer: {shown}, {ratio} "

@@ -14,20 +14,8 @@ import sys
 import time
 from collections import Counter
 
-import pytest
-
-from tests.conftest import ROOT, make_backend
-
-BIN = os.path.join(ROOT, "bin")
-
-
-@pytest.fixture(params=["sqlite", "mysql", "mysql+redis"])
-def world(request, tmp_path):
-    from delayq.clock import SystemClock
-
-    backend = make_backend(request.param, tmp_path, SystemClock())
-    yield backend
-    backend.cleanup()
+from tests.acceptance.test_scripts import BIN, world  # noqa: F401  (the fixture: each script on each backend)
+from tests.conftest import ROOT
 
 
 def env(world, **extra):
