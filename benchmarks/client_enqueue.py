@@ -3,7 +3,9 @@
 - threads: single enqueues (a durable commit each) through one `delayq.connect()` client, from one
   thread and then from 8 threads sharing it; jobs/s of each (all threads start together at a barrier,
   the clock stops when the last one is done). 8 threads can overlap their commits (the server groups
-  them into fewer log flushes) where one thread waits for each.
+  them into fewer log flushes) where one thread waits for each. Also the CPU that the one-thread phase
+  keeps busy (this process, mariadbd and redis-server, in cores): threads overlap only waiting, so 8
+  threads reach at most (cores / busy) times one thread's rate, whatever the client does.
 - bulk: `client.enqueue_many` in-process, and `bin/enqueue_delayed.py --from-file` as a user runs it
   (process start, validation and the write: the whole command, timed from outside).
 - in_transaction: the lateness an enqueue in the application's own transaction adds. Jobs due at once
@@ -43,16 +45,39 @@ def threads(database_url: str, redis_url: str | None, one: int, each: int, count
     client = delayq.connect(w.config)
     try:
         _enqueue_from(client, count, 10)                    # warm-up: the pool's connections, lazy imports
-        single = one / _enqueue_from(client, 1, one)
+        servers = [_pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
+        before = sum(_cpu_seconds(p) for p in [os.getpid(), *servers])
+        took = _enqueue_from(client, 1, one)
+        busy = (sum(_cpu_seconds(p) for p in [os.getpid(), *servers]) - before) / took
+        single = one / took
         shared = count * each / _enqueue_from(client, count, each)
         written = w.sql("SELECT COUNT(*) FROM {jobs}")[0][0]
         if written != count * 10 + one + count * each:
             raise RuntimeError(f"{written} rows written, {count * 10 + one + count * each} enqueued")
         return {"one_thread_per_s": round(single), f"{count}_threads_per_s": round(shared),
-                "ratio": round(shared / single, 2)}
+                "ratio": round(shared / single, 2), "one_thread_cores_busy": round(busy, 2),
+                "ceiling_ratio": round((os.cpu_count() or 1) / busy, 2) if busy > 0 else None}
     finally:
         client.close()
         w.close()
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process (0 when there is none, or it is not ours to read)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _pid_of(name: str) -> int | None:
+    """The oldest process of that name (the local server the bench talks to), or None."""
+    done = subprocess.run(["pgrep", "-o", "-x", name], capture_output=True, text=True)
+    return int(done.stdout.split()[0]) if done.returncode == 0 and done.stdout.strip() else None
 
 
 def _enqueue_from(client, count: int, each: int) -> float:

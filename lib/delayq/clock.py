@@ -13,7 +13,10 @@ Tests replace the clock with FakeClock, never time.time.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import weakref
 from typing import Callable, Protocol
 
 
@@ -42,6 +45,17 @@ class SystemClock:
             time.sleep(seconds)
 
 
+_server_clocks: "weakref.WeakSet[ServerClock]" = weakref.WeakSet()
+
+
+def _fresh_locks_in_child() -> None:
+    for clock in list(_server_clocks):
+        clock._reading = threading.Lock()     # a thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
+
 class ServerClock(SystemClock):
     """A server's clock: read by sync() and at least every `refresh` seconds, extrapolated in between.
 
@@ -58,14 +72,23 @@ class ServerClock(SystemClock):
         self._min_interval = min_interval
         self._server = 0.0
         self._read_at = float("-inf")     # monotonic time of the last reading
+        self._reading = threading.Lock()  # one thread reads the server at a time; the others extrapolate
+        _server_clocks.add(self)
 
     def sync(self) -> float:
         if time.monotonic() - self._read_at < self._min_interval:
             return self.now()
-        before = time.monotonic()
-        server = self._source()
-        after = time.monotonic()
-        self._server, self._read_at = server, (before + after) / 2
+        first = self._read_at == float("-inf")
+        if not self._reading.acquire(blocking=first):   # another thread is reading: its last reading will do
+            return self._server + (time.monotonic() - self._read_at)
+        try:
+            if time.monotonic() - self._read_at >= self._min_interval:    # not read meanwhile by another thread
+                before = time.monotonic()
+                server = self._source()
+                after = time.monotonic()
+                self._server, self._read_at = server, (before + after) / 2
+        finally:
+            self._reading.release()
         return self.now()
 
     def now(self) -> float:

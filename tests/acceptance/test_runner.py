@@ -72,6 +72,28 @@ def test_jobs_run_at_once(world, tmp_path):
     assert took < 4.0                                # one after another would take 4 s of sleeping alone
 
 
+def test_a_runner_of_slow_jobs_claims_little_more_than_its_free_slots(world, tmp_path):
+    """Other runners get the rest: with 4 slots and half-second jobs, the prefetch is one job (a quarter of the
+    slots), never a batch; the jobs that end together at each half second do not make the runner claim more."""
+    log = tmp_path / "effects.log"
+    enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.5}}] * 40)
+    proc = runner(world, "--for", "60", "--concurrency", "4", "--processes", "1")
+    held = []
+
+    def look():       # claimed and not yet ended (an ended job's outcome may wait up to a second to be committed)
+        running = {row[0] for row in world.sql("SELECT id FROM {jobs} WHERE status = 'running'")}
+        ended = {int(line[1]) for line in lines(log)}
+        held.append(len(running - ended))
+        return len(ended) >= 16
+
+    try:
+        assert wait_until(look, timeout=60, every=0.02)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert max(held) == 5, held      # 4 running and 1 ahead: observed, and never more
+
+
 def test_many_runners_never_share_a_job_and_lose_none_when_one_is_killed(world, tmp_path):
     log = tmp_path / "effects.log"
     ids = enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.01}}] * 3000)

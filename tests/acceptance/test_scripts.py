@@ -131,8 +131,10 @@ def test_help_for_every_script(world):
 def test_two_runners_run_each_of_2000_jobs_exactly_once(world, tmp_path):
     log = tmp_path / "effects.log"
     jobs = tmp_path / "jobs.jsonl"
-    jobs.write_text("".join(json.dumps({"call": "examples.shop:record", "args": {"path": str(log), "tag": "run"}}) + "\n"
-                            for _ in range(2000)))
+    # Due in 3 s, so that both runners are up when they fall due (one runner alone runs 2,000 no-op jobs in well
+    # under the second runner's start-up); 10 ms each, so one runner alone would need over a second for them all.
+    job = {"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.01}, "delay": 3}
+    jobs.write_text("".join(json.dumps(job) + "\n" for _ in range(2000)))
     script(world, "enqueue_delayed.py", "--from-file", str(jobs), check=0)
     cmd = [sys.executable, os.path.join(BIN, "run_due.py"), "--for", "120", "--interval", "0.2", "--json"]
     procs = [subprocess.Popen(cmd, env=world.env(), cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]

@@ -101,9 +101,13 @@ def site(request, tmp_path_factory):
 
 
 def until(driver, condition, timeout: float = WAIT):
+    """Poll `condition` until it holds. An element found on the page a click is leaving goes stale when the next
+    page replaces it (the old page's flash, read just as the form's redirect lands): that look is retried."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+    return WebDriverWait(driver, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def text_of(driver, element_id: str) -> str:

@@ -86,3 +86,32 @@ def test_fake_clock_sleep_advances():
     clock = FakeClock(10)
     clock.sleep(2.5)
     assert clock.now() == 12.5
+
+
+def test_server_clock_is_read_once_when_many_threads_need_it_at_once():
+    """A worker's threads all start jobs at once: one of them reads the server, the others wait for that
+    reading (the first) or extrapolate the last one (each read costs a connection and a round trip)."""
+    import threading
+    import time as _time
+
+    reads, gate = [], threading.Event()
+
+    def source():
+        reads.append(1)
+        gate.wait(5)                     # a slow round trip: the other threads arrive meanwhile
+        return 5_000_000_000.0
+
+    clock = ServerClock(source, refresh=3600)
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(clock.now())) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    deadline = _time.monotonic() + 5
+    while not reads and _time.monotonic() < deadline:
+        _time.sleep(0.001)
+    _time.sleep(0.05)                    # the other threads reach the clock while the first read is under way
+    gate.set()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 16 and all(abs(t - 5_000_000_000.0) < 1.0 for t in seen)
+    assert len(reads) <= 2               # not one read a thread

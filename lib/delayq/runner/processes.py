@@ -2,12 +2,15 @@
 
 Each worker is forked from the supervisor and runs `concurrency` threads. Jobs reach it in
 batches. Shared memory tells the supervisor, even after the worker died, which of the jobs
-sent it has taken (a flag per place in the order sent) and the id and start time of the job
-each thread runs. Results go back the moment a job ends: a sender thread sends whatever
-has ended since its last send in one message (one write for many no-op jobs, at once for a
-slow one), and a job's thread takes its next job only once that result is sent. So when a worker dies, each of its jobs without a result is known to be running
-(in the table), taken and ended with its result unsent (flagged, not in the table), or never
-started (not flagged).
+sent it has taken (a byte per place in the order sent: taken, or succeeded with its start and
+end times beside it) and the id and start time of the job each thread runs. Results go back
+the moment a job ends: a sender thread sends whatever has ended since its last send in one
+message (one write for many no-op jobs, at once for a slow one). A success is written to
+shared memory before the thread moves on; any other result is waited for until it is sent,
+so a job's thread takes its next job only once its last outcome is safe. So when a worker
+dies, each of its jobs without a result is known to have succeeded (marked so), to be running
+(in the table), to have ended otherwise with its result unsent (taken, not in the table), or
+never started (not taken).
 
 - A worker that dies (os._exit, a segfault, the OOM killer): its jobs not yet started go to
   another worker; a job that ended but whose result was not sent yet is interrupted (an
@@ -37,12 +40,13 @@ from typing import Callable
 from .. import logs
 from ..jobs import Job
 from .decide import CRASHED, INTERRUPTED, TIMEOUT
-from .execute import Result, run_job
+from .execute import OK, Result, run_job
 
 log = logging.getLogger(__name__)
 STOP_REPLY_WAIT = 5.0       # seconds a worker has to say which jobs it never started
-RING = 1 << 16              # taken flags, one per place in the order sent, reused in turn (far more than a
-                            # worker ever holds: the supervisor claims MAX_CLAIM jobs beyond its slots at most)
+RING = 1 << 16              # taken marks, one per place in the order sent, reused in turn (far more than a
+                            # worker ever holds: the supervisor claims MAX_AHEAD jobs beyond its slots at most)
+TAKEN, SUCCEEDED = 1, 2     # a place's mark (0: not taken); SUCCEEDED has [started, finished] in `times`
 
 
 class Worker:
@@ -58,16 +62,18 @@ class Worker:
         self.draining = False
         self.unstarted: list[int] | None = None  # its answer to "stop"
         self.spawned = time.monotonic()
-        self._memory = mmap.mmap(-1, 16 * concurrency + RING)   # shared with the child: MAP_SHARED
-        self.slots = memoryview(self._memory)[:16 * concurrency].cast("d")   # [job id, started] per thread
-        self.taken = memoryview(self._memory)[16 * concurrency:]            # 1: the job sent at place p % RING
+        table = 16 * concurrency
+        self._memory = mmap.mmap(-1, table + 16 * RING + RING)   # shared with the child: MAP_SHARED
+        self.slots = memoryview(self._memory)[:table].cast("d")   # [job id, started] per thread
+        self.times = memoryview(self._memory)[table:table + 16 * RING].cast("d")   # [started, finished] per place
+        self.taken = memoryview(self._memory)[table + 16 * RING:]   # the mark of the job sent at place p % RING
         mine, theirs = Pipe(duplex=True)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:                                             # the worker: never returns
             mine.close()
-            _child(manager, theirs, self.taken, self.slots, concurrency)
+            _child(manager, theirs, self.taken, self.times, self.slots, concurrency)
         theirs.close()
         self.pid, self.conn = pid, mine
         self._send_lock = threading.Lock()
@@ -87,9 +93,14 @@ class Worker:
         self.order.pop(job_id, None)
         return self.assigned.pop(job_id, None)
 
-    def taken_ids(self) -> set[int]:
-        """Assigned jobs the worker has taken (running, or ended with the result unsent)."""
-        return {job_id for job_id, place in self.order.items() if self.taken[place % RING] and job_id in self.assigned}
+    def marks(self) -> dict[int, int]:
+        """Each assigned job's mark: 0 not taken, TAKEN (running, or ended otherwise), SUCCEEDED (result unsent)."""
+        return {job_id: self.taken[place % RING] for job_id, place in self.order.items() if job_id in self.assigned}
+
+    def success(self, job_id: int) -> Result:
+        """The success of an assigned job marked SUCCEEDED, read back from shared memory."""
+        place = self.order[job_id] % RING
+        return Result(job_id, OK, self.times[2 * place], self.times[2 * place + 1])
 
     def send(self, message: tuple) -> None:
         try:
@@ -138,6 +149,9 @@ class ProcessExecutor:
         self.timeout_of = timeout_of
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.results: list[Result] = []
+        # The workers inherit a clock reading (and the TLS context): their threads need no connection of their
+        # own at the first jobs. A server that does not answer ends the runner here, as its first claim would.
+        manager.clock.now()
         self.workers = [Worker(manager, concurrency, self.events) for _ in range(processes)]
         self.suspects: list[Job] = []               # to re-run one at a time in quarantine
         self.deaths: list[float] = []
@@ -245,10 +259,12 @@ class ProcessExecutor:
     def _died(self, worker: Worker, status: int) -> None:
         """A worker ended without being told to: find what was running in it, and what only waited."""
         why = _describe(status)
-        running = set(worker.running()) & set(worker.assigned)
-        taken = worker.taken_ids()
-        waiting = [job for job_id, job in worker.assigned.items() if job_id not in running and job_id not in taken]
-        unsent = [job for job_id, job in worker.assigned.items() if job_id in taken and job_id not in running]
+        marks = worker.marks()
+        succeeded = [job_id for job_id, mark in marks.items() if mark == SUCCEEDED]
+        self.results.extend(worker.success(job_id) for job_id in succeeded)
+        running = (set(worker.running()) & set(worker.assigned)) - set(succeeded)
+        waiting = [job for job_id, job in worker.assigned.items() if not marks.get(job_id)]
+        unsent = [job for job_id, job in worker.assigned.items() if marks.get(job_id) == TAKEN and job_id not in running]
         suspects = [worker.assigned[job_id] for job_id in running]
         worker.assigned, worker.order = {}, {}
         log.warning("worker %d %s with %d job(s) running", worker.pid, why, len(suspects))
@@ -341,7 +357,7 @@ def _describe(status: int) -> str:
 
 
 # -- inside the worker ------------------------------------------------------------------
-def _child(manager, conn, taken, slots, concurrency: int) -> None:
+def _child(manager, conn, taken, times, slots, concurrency: int) -> None:
     """The worker's main thread: take jobs from the pipe; `concurrency` threads run them, one thread sends results."""
     code = 1
     try:
@@ -351,7 +367,7 @@ def _child(manager, conn, taken, slots, concurrency: int) -> None:
         todo: queue.SimpleQueue = queue.SimpleQueue()
         outbox = _Outbox()
         send_lock = threading.Lock()
-        threads = [threading.Thread(target=_thread, args=(manager, todo, outbox, taken, slots, i),
+        threads = [threading.Thread(target=_thread, args=(manager, todo, outbox, taken, times, slots, i),
                                     daemon=True) for i in range(concurrency)]
         for thread in threads:
             thread.start()
@@ -401,9 +417,9 @@ def _serve(conn, todo: queue.SimpleQueue, threads: list[threading.Thread], send_
 
 
 class _Outbox:
-    """Results waiting for the sender thread. A job thread waits until its result is sent before it takes the
-    next job: a job that kills the process later (os._exit, a segfault) then finds every result of that
-    thread already with the supervisor, while the other threads' results still share one message."""
+    """Results waiting for the sender thread, which sends all that came meanwhile in one message. A job thread
+    whose result is not a success waits until it is sent before it takes the next job (a success is marked in
+    shared memory instead): a job that kills the process later (os._exit, a segfault) then loses no outcome."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
@@ -430,7 +446,7 @@ class _Outbox:
             self.cond.notify_all()
 
 
-def _thread(manager, todo: queue.SimpleQueue, outbox: _Outbox, taken, slots, i: int) -> None:
+def _thread(manager, todo: queue.SimpleQueue, outbox: _Outbox, taken, times, slots, i: int) -> None:
     while True:
         item = todo.get()
         if item is None:
@@ -438,12 +454,16 @@ def _thread(manager, todo: queue.SimpleQueue, outbox: _Outbox, taken, slots, i: 
         place, job = item
         slots[2 * i + 1] = manager.clock.now()
         slots[2 * i] = float(job.id)
-        taken[place] = 1          # in the table, then flagged as taken: both before it starts
+        taken[place] = TAKEN      # in the table, then marked as taken: both before it starts
         result = run_job(manager, job)
+        if result.kind == OK:     # marked as succeeded before anything else: a death from here on loses nothing
+            times[2 * place], times[2 * place + 1] = result.started, result.finished
+            taken[place] = SUCCEEDED
         ticket = outbox.put((result.job_id, result.kind, result.started, result.finished, result.error,
                              result.snooze))
-        slots[2 * i] = 0.0        # ended: flagged as taken and out of the table, until its result is sent
-        outbox.wait_sent(ticket)
+        slots[2 * i] = 0.0        # ended: out of the table, its mark kept until its result is sent
+        if result.kind != OK:
+            outbox.wait_sent(ticket)
 
 
 def _send_results(conn, send_lock: threading.Lock, outbox: _Outbox) -> None:

@@ -3,11 +3,12 @@
 It knows nothing of SQL or Redis: it calls the manager's verbs. Jobs run in an executor
 (processes.py: worker processes, the default of `run-due`; threads.py: threads of this
 process). The runner claims only what it can start soon: its free slots plus a prefetch of
-about PREFETCH_SECONDS of work at the rate jobs have been ending (at least a quarter of its
-slots, at most MAX_CLAIM jobs: a few jobs ahead for 2-second jobs, hundreds for no-op jobs), so
-other runners on other hosts get the rest. In the loop of `--for`, a claim runs in a thread of
-its own and the next one starts when half the prefetch is used, so the workers do not wait
-for the database between batches. Outcomes are written in groups, one
+about PREFETCH_SECONDS of work at the rate its slots can take jobs (slots / the recent mean time
+a job runs; at least a quarter of its slots, at most MAX_AHEAD jobs: a few jobs ahead for
+2-second jobs, hundreds for no-op jobs), so other runners on other hosts get the rest. In the loop of `--for`, claims (MAX_CLAIM jobs at
+most each) run in threads of their own and the next one starts when half the prefetch is used,
+so the workers do not wait for the database between batches; when the workers run through
+jobs faster than one claim brings them, a second claim runs beside the first (MAX_CLAIMS). Outcomes are written in groups, one
 transaction for many finished jobs, at least every FLUSH_EVERY seconds; with `pipeline`, by a
 writer thread on its own connection while the next jobs run.
 
@@ -25,7 +26,7 @@ import random
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Callable
 
@@ -42,7 +43,11 @@ log = logging.getLogger("delayq.runner")
 FLUSH_EVERY = 1.0           # seconds an outcome may wait before its group is committed
 FLUSH_SIZE = 500            # outcomes committed in one transaction at most
 MAX_CLAIM = 500             # jobs claimed at once at most
+MAX_AHEAD = 1000            # jobs claimed beyond the free slots at most: two claims, so that the next one
+                            # is under way while the workers still have half a second's no-op jobs to run
+MAX_CLAIMS = 1              # claims under way at once at most
 PREFETCH_SECONDS = 0.25     # claimed beyond the free slots: about this much work at the recent rate
+MEAN_WEIGHT = 0.05          # weight of each new job's run time in the recent mean (about the last 20-40 jobs)
 DEFAULT_TIMEOUT = 30.0      # seconds an attempt may run before it is stopped (DELAYQ_TIMEOUT)
 DEFAULT_GRACE = 20.0        # seconds running jobs get after SIGTERM (--grace)
 DEFAULT_CONCURRENCY = 16    # jobs at once per process (DELAYQ_CONCURRENCY)
@@ -71,11 +76,9 @@ class Runner:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="delayq-writer") if pipeline else None
         self._inflight: tuple[Future, list[Outcome], Summary] | None = None
         self._floor = max(1, self.executor.capacity // 4)
-        self._rate = 0.0                            # jobs ended per second, recently (the prefetch follows it)
-        self._ended = 0                             # jobs ended since the rate was last measured
-        self._rate_at = time.monotonic()
-        self._claimer = ThreadPoolExecutor(1, thread_name_prefix="delayq-claim")
-        self._claiming: Future | None = None        # the claim under way in the claimer thread
+        self._mean_run: float | None = None         # seconds a job ran, recently (the prefetch follows it)
+        self._claimer = ThreadPoolExecutor(MAX_CLAIMS, thread_name_prefix="delayq-claim")
+        self._claims: list[tuple[Future, int]] = []  # the claims under way in the claimer threads, and their size
         self._keeper: threading.Thread | None = None
         self._keeper_stop = threading.Event()
         self._checked_at = float("-inf")
@@ -129,28 +132,35 @@ class Runner:
 
     def _loop(self, summary: Summary, end: float, interval: float, one_pass: bool) -> None:
         next_claim = self.clock.now()
-        claimed = 0
-        want = 0
+        claimed = last = 0
         while not self.should_stop():
-            if self._claiming is not None and self._claiming.done():
-                jobs = self._claimed(self._claiming, summary)
+            for future, want in [claim for claim in self._claims if claim[0].done()]:
+                jobs = self._claimed(future, summary)
                 claimed += len(jobs)
+                last = len(jobs)
                 self._submit(jobs)
                 now = self.clock.now()
                 next_claim = now if len(jobs) >= want else self._next_claim(now, interval)
             now = self.clock.now()
-            if self._claiming is None and ((not one_pass and now >= end)
-                                           or (one_pass and (next_claim > now or claimed >= self.batch))):
+            if not self._claims and ((not one_pass and now >= end)
+                                     or (one_pass and (next_claim > now or claimed >= self.batch))):
                 break
             in_flight, ahead = self.executor.in_flight(), self._prefetch()
-            room = self.executor.capacity + ahead - in_flight
+            asked = sum(want for _, want in self._claims)
+            room = self.executor.capacity + ahead - in_flight - asked
             hungry = room > ahead // 2                  # a slot is free, or half the prefetch is used
-            if self._claiming is None and hungry and now >= next_claim and now < end:
-                want = min(room, MAX_CLAIM, self.batch - claimed if one_pass else MAX_CLAIM)
+            can_claim = len(self._claims) < MAX_CLAIMS
+            if can_claim and hungry and now >= next_claim and now < end:
+                # at most twice the last claim: the first claims of a burst are small and quick, so the slots
+                # fill at once and do not wait for one large claim; then up to MAX_CLAIM
+                want = min(room, MAX_CLAIM, max(self.executor.capacity, 2 * last),
+                           self.batch - claimed - asked if one_pass else MAX_CLAIM)
                 if want > 0:
-                    self._claiming = self._claimer.submit(self._claim_jobs, *self._plan(want))
-                    self._claiming.add_done_callback(lambda _: self.executor.wake())
-            wake = min(end, next_claim if hungry and self._claiming is None else end, self._flush_at(now))
+                    future = self._claimer.submit(self._claim_jobs, *self._plan(want))
+                    self._claims.append((future, want))
+                    future.add_done_callback(lambda _: self.executor.wake())
+                    can_claim = len(self._claims) < MAX_CLAIMS
+            wake = min(end, next_claim if hungry and can_claim else end, self._flush_at(now))
             self._wait(max(0.0, min(wake - now, interval)), summary)
             self._flush(summary)
             self._keep_alive()
@@ -179,8 +189,8 @@ class Runner:
     def _wait(self, seconds: float, summary: Summary) -> None:
         """Until a result or a claim comes (jobs running, or a claim under way), or sleep on the clock (idle: a
         fake clock moves instead)."""
-        if self._claiming is not None and not self._jobs:
-            wait_futures([self._claiming], timeout=max(0.0, seconds))
+        if self._claims and not self._jobs:
+            wait_futures([future for future, _ in self._claims], timeout=max(0.0, seconds), return_when=FIRST_COMPLETED)
             self._take(self._poll(0), summary)
         elif self._jobs or seconds <= 0:
             self._take(self._poll(seconds), summary)
@@ -223,8 +233,8 @@ class Runner:
         return jobs
 
     def _claimed(self, future: Future, summary: Summary) -> list[Job]:
-        """The jobs a claim in the claimer thread brought (what it raised is raised here)."""
-        self._claiming = None
+        """The jobs a claim in a claimer thread brought (what it raised is raised here)."""
+        self._claims = [claim for claim in self._claims if claim[0] is not future]
         jobs = future.result()
         summary.passes += 1
         summary.claimed += len(jobs)
@@ -255,14 +265,12 @@ class Runner:
             self.executor.submit(jobs)
 
     def _prefetch(self) -> int:
-        """Jobs to claim beyond the free slots: about PREFETCH_SECONDS of work at the rate jobs have been ending."""
-        now = time.monotonic()
-        elapsed = now - self._rate_at
-        if elapsed >= 0.1:
-            measured = self._ended / elapsed
-            self._rate = measured if measured > self._rate else (self._rate + measured) / 2
-            self._ended, self._rate_at = 0, now
-        return max(self._floor, min(MAX_CLAIM, int(self._rate * PREFETCH_SECONDS)))
+        """Jobs to claim beyond the free slots: about PREFETCH_SECONDS of work at the rate the slots take jobs
+        (Little's law: slots / mean run time), known from the first results on (a burst ramps up in one claim)."""
+        if self._mean_run is None:
+            return self._floor
+        rate = self.executor.capacity / max(self._mean_run, 1e-6)
+        return max(self._floor, min(MAX_AHEAD, int(rate * PREFETCH_SECONDS)))
 
     def _poll(self, timeout: float) -> list[Result]:
         return self.executor.poll(timeout)
@@ -273,7 +281,8 @@ class Runner:
             job = self._jobs.pop(result.job_id, None)
             if job is None:
                 continue
-            self._ended += 1
+            ran = max(0.0, result.finished - result.started)
+            self._mean_run = ran if self._mean_run is None else self._mean_run + MEAN_WEIGHT * (ran - self._mean_run)
             self._per_queue[job.queue] -= 1
             if result.kind == SKIPPED:
                 summary.skipped += 1
@@ -365,16 +374,16 @@ class Runner:
             log.warning("while stopping after an error: %s", exc)
 
     def _unsubmitted(self, summary: Summary) -> list[Job]:
-        """The jobs of a claim still under way when the loop ended: to hand back with the others."""
-        if self._claiming is None:
-            return []
-        future = self._claiming
-        wait_futures([future])
-        try:
-            return self._claimed(future, summary)
-        except DelayqError as exc:       # nothing claimed: its jobs (if any) come back when their lease runs out
-            log.warning("a claim under way when the runner stopped failed: %s", exc)
-            return []
+        """The jobs of the claims still under way when the loop ended: to hand back with the others."""
+        jobs: list[Job] = []
+        for future, _ in list(self._claims):
+            wait_futures([future])
+            try:
+                jobs += self._claimed(future, summary)
+            except DelayqError as exc:   # nothing claimed: its jobs (if any) come back when their lease runs out
+                log.warning("a claim under way when the runner stopped failed: %s", exc)
+                self._claims = [claim for claim in self._claims if claim[0] is not future]
+        return jobs
 
     def close(self) -> None:
         self._keeper_stop.set()
