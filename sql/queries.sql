@@ -108,15 +108,25 @@ SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, d
   lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token
 
--- name: lock_due
--- Due pending jobs of one queue, highest priority first, locked, skipping those other runners hold
--- (the in-database index: one query per queue walks the by_due index in order).
-SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND due_at <= :now
-ORDER BY priority DESC, due_at, id LIMIT :limit {skip_locked}
+-- name: select_claimed_packed
+-- The same as select_claimed, packed where the driver decodes columns slowly: one value, a JSON array of rows in
+-- select_claimed's column order (PyMySQL decodes each column of each row in Python; json.loads does them all in C).
+-- (Per dialect.)
 
--- name: next_due
--- The earliest due time of pending jobs in some queues (the in-database index).
-SELECT MIN(due_at) FROM {jobs} WHERE status = 'pending' AND queue IN (:queues)
+-- name: top_band
+-- The highest priority below :below among one queue's pending jobs, and the earliest due time at that priority
+-- (no row: none). Two dives into by_claim (status, queue, priority, due_at), whatever the table holds (ORDER BY
+-- ... LIMIT 1 reads the index in order either way its priority part is stored): the in-database index walks
+-- priority levels ("bands") with it, so that one index on status serves every query.
+SELECT b.priority, (SELECT due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = b.priority
+  ORDER BY due_at LIMIT 1) FROM (SELECT priority FROM {jobs} WHERE status = 'pending' AND queue = :queue
+  AND priority < :below ORDER BY priority DESC LIMIT 1) AS b
+
+-- name: lock_due
+-- Due pending jobs of one queue at one priority, earliest due first, locked, skipping those other runners hold
+-- (the in-database index: a range of by_claim, read in order).
+SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
+  AND due_at <= :now ORDER BY due_at, id LIMIT :limit {skip_locked}
 
 -- name: lock_held
 -- Of some ids, those a claim token still holds, locked until the outcome is written.

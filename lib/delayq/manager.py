@@ -18,6 +18,7 @@ from . import bulk, events, recovery, validate
 from .bulk import BulkResult
 from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
+from .grouping import Group
 from .index import DueIndex
 from .jobs import FINAL, PENDING, Attempt, Job, JobSpec, Outcome
 from .registry import Registry
@@ -42,6 +43,7 @@ class Manager:
         self.queues = dict(queues or {})        # per-queue defaults (DELAYQ_QUEUES), already validated
         self.event_modules = event_modules
         self._paused_read: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
+        self._group: Group[JobSpec, Inserted] = Group(self._write_rows, then=self._add_to_index)
 
     # -- fail fast -------------------------------------------------------------
     def check_ready(self) -> int:
@@ -62,7 +64,24 @@ class Manager:
         follows the commit within a runner pass).
         """
         now = self.clock.now()
-        return self.insert([self.validate({"call": call, "args": args, **options}, now)], now, connection)[0]
+        spec = self.validate({"call": call, "args": args, **options}, now)
+        if connection is not None:
+            return self.insert([spec], now, connection)[0]
+        return self._group.submit(spec)         # threads enqueueing at the same moment share one write
+
+    def _write_rows(self, specs: list[JobSpec]) -> list[Inserted]:
+        """Single enqueues that came together (grouping.py): their rows in one transaction; then _add_to_index,
+        while the next group's rows are written."""
+        return self.store.insert_jobs(specs, self.clock.now())
+
+    def _add_to_index(self, specs: list[JobSpec], inserted: list[Inserted]) -> None:
+        """Index entries for the rows just committed; if that fails, the rows go too (nothing half-written)."""
+        new = [(r.id, s.queue, r.due_at, s.priority) for r, s in zip(inserted, specs) if r.created]
+        try:
+            self.index.add(new)
+        except BackendError:
+            self.store.delete_jobs([job for job, _, _, _ in new])
+            raise
 
     def enqueue_many(self, raws: Iterable[Mapping[str, Any]], connection: Any = None, source: str | None = None,
                      lines: list[int] | None = None, on_item: Callable[[int], None] | None = None) -> list[Inserted]:
@@ -106,12 +125,7 @@ class Manager:
             # the index entry (if the index is kept apart) follows the commit: catch_up() adds it
             return self.store.insert_jobs_on(connection, specs, now, self.index.follows_commit)
         inserted = self.store.insert_jobs(specs, now)
-        new = [(r.id, s.queue, r.due_at, s.priority) for r, s in zip(inserted, specs) if r.created]
-        try:
-            self.index.add(new)
-        except BackendError:
-            self.store.delete_jobs([job for job, _, _, _ in new])
-            raise
+        self._add_to_index(specs, inserted)
         return inserted
 
     # -- cancel --------------------------------------------------------------

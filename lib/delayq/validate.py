@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import ladders
 from .errors import InvalidInput, shown
-from .jobs import JobSpec
+from .jobs import MAX_PRIORITY, JobSpec
 from .registry import Registry, check_name, steps_of
 
 MAX_TIME = 32_503_680_000.0           # 3000-01-01T00:00:00Z
@@ -233,7 +233,7 @@ def queue_defaults(config: Mapping[str, Any]) -> dict[str, dict]:
             if key in values:
                 out[key] = duration(values[key], f"{where}.{key}", 1, MAX_LEASE)
         if "priority" in values:
-            out["priority"] = integer(values["priority"], f"{where}.priority", -1000, 1000)
+            out["priority"] = integer(values["priority"], f"{where}.priority", -MAX_PRIORITY, MAX_PRIORITY)
         if "concurrency" in values:
             out["concurrency"] = integer(values["concurrency"], f"{where}.concurrency", 1, 1024)
         checked[name] = out
@@ -282,7 +282,8 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
         call=call, args_json=args_text, due_at=due_at, queue=name, ext=key, ladder=spec_ladder.spec,
         max_attempts=1 if at_most_once else spec_ladder.default_max_attempts if merged.get("max_attempts") is None
         else integer(merged["max_attempts"], "max_attempts", 1, MAX_ATTEMPTS),
-        at_most_once=at_most_once, deadline=deadline, priority=integer(merged.get("priority") or 0, "priority", -1000, 1000),
+        at_most_once=at_most_once, deadline=deadline,
+        priority=integer(merged.get("priority") or 0, "priority", -MAX_PRIORITY, MAX_PRIORITY),
         unique=unique, lease=_optional(merged.get("lease"), "lease"), timeout=_optional(merged.get("timeout"), "timeout"),
         on_timeout=on_timeout,
     )
@@ -394,4 +395,4 @@ def message(data: Any, delay: Any, ttr: Any, priority: Any) -> tuple[str, float,
     if size > MAX_ARGS_BYTES:
         raise InvalidInput(f"data is {size} bytes as JSON: at most {MAX_ARGS_BYTES}", "data")
     return (dumped, duration(delay or 0, "delay"), duration(ttr, "ttr", 1, MAX_LEASE),
-            integer(priority or 0, "priority", -1000, 1000))
+            integer(priority or 0, "priority", -MAX_PRIORITY, MAX_PRIORITY))

@@ -36,3 +36,11 @@ FROM JSON_TABLE(:rows, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', attempt INT PA
 -- The array's order is not promised (MySQL 8 documents no ORDER BY inside JSON_ARRAYAGG): the caller sorts.
 SELECT JSON_ARRAYAGG(JSON_ARRAY(id, queue, due_at, priority)) FROM (SELECT id, queue, due_at, priority FROM {jobs} FORCE INDEX (PRIMARY)
 WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit) AS page
+
+-- name: select_claimed_packed
+-- The jobs a claim token holds, as one JSON array of arrays, each in select_claimed's column order (a claim of 500
+-- jobs: a fifth of the client's CPU of 500 rows of 18 columns). NULL when none; a value MariaDB cut at
+-- group_concat_max_len is not valid JSON: the caller then reads select_claimed's rows.
+SELECT JSON_ARRAYAGG(JSON_ARRAY(id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline,
+  priority, at_most_once, lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token)) AS packed
+FROM {jobs} WHERE id IN (:ids) AND claim_token = :token

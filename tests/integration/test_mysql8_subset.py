@@ -63,6 +63,8 @@ def test_every_query_of_the_mysql_dialect_runs_in_mysql_8s_sql_mode_without_retu
     _claims_and_outcomes(store)
     _steps_and_recovery(store)
     _maintenance_and_reports(store)
+    big = [r.id for r in store.insert_jobs([spec(queue="big", args_json='{"b": "%s"}' % ("x" * 60_000))] * 20, NOW)]
+    assert len(store.start(big, "t7", NOW, 60)) == 20          # too big to pack in one value: select_claimed's rows
     missing = set(load("mysql")) - MARIADB_ONLY - recorded
     assert missing == set() and not recorded & MARIADB_ONLY
 

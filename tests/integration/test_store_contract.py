@@ -134,6 +134,24 @@ def test_start_takes_only_pending_jobs_and_sets_the_lease(store):
     assert store.start([a.id], "other", NOW, 300.0) == []
 
 
+def test_start_reads_back_every_field_exactly_and_jobs_too_large_to_pack_together(store):
+    """MySQL reads a claim back as one packed JSON value; the fields must come back as the rows hold them, and
+    jobs whose args together outgrow one packed value (MariaDB cuts it at group_concat_max_len, 1 MB) are read
+    from their rows: every job comes back whole."""
+    odd = spec(due_at=NOW + 0.123456789, deadline=NOW + 7200.5, lease=61.25, timeout=9.5, priority=-3,
+               ext="order:é\"'\\", args_json='{"s": "a\\"b\\\\c\\n", "n": 1.5e-7}', on_timeout="examples.shop:noop")
+    [inserted] = store.insert_jobs([odd], NOW)
+    [job] = store.start([inserted.id], "tok", NOW + 0.25, 300.0)
+    assert (job.due_at, job.deadline, job.lease, job.timeout, job.priority, job.ext, job.args_json, job.on_timeout,
+            job.lease_until, job.token, job.attempts, job.max_attempts, job.at_most_once, job.crashes) == (
+        odd.due_at, odd.deadline, 61.25, 9.5, -3, odd.ext, odd.args_json, odd.on_timeout, NOW + 0.25 + 61.25,
+        "tok", 1, 16, 0, 0)
+    big = '{"blob": "%s"}' % ("x" * 60_000)
+    ids = [r.id for r in store.insert_jobs([spec(args_json=big) for _ in range(20)], NOW)]   # 1.2 MB of args
+    jobs = store.start(ids, "tok2", NOW, 300.0)
+    assert sorted(j.id for j in jobs) == ids and all(j.args_json == big for j in jobs)
+
+
 def test_claim_due_is_priority_first_and_fair_between_queues(store):
     store.insert_jobs([spec(queue="busy", due_at=NOW - 100 + i) for i in range(50)], NOW)
     quiet = store.insert_jobs([spec(queue="quiet", due_at=NOW - 1)], NOW)

@@ -7,9 +7,10 @@ from delayq.store import queries
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "delayq"
 TOKENS = {"mysql": {"table_options": "ENGINE=InnoDB", "for_update": "FOR UPDATE",
-                    "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "", "scan_by_id": "FORCE INDEX (PRIMARY)"},
+                    "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "", "scan_by_id": "FORCE INDEX (PRIMARY)",
+                    "on_jobs": "ON p_jobs"},
           "sqlite": {"table_options": "", "for_update": "", "skip_locked": "", "jobs_ix": "p_jobs_",
-                     "scan_by_id": "NOT INDEXED"}}
+                     "scan_by_id": "NOT INDEXED", "on_jobs": ""}}
 
 
 def code_text() -> str:
@@ -54,3 +55,14 @@ def test_migrations_share_a_source_where_the_ddl_can_be_shared():
     shared = sorted(item.name for item in (queries.sql_dir() / "migrations").iterdir())
     assert len(shared) >= 3 and all(n[:4] != "0001" for n in shared)      # only the first is per dialect
     assert queries.latest_version("mysql") == queries.latest_version("sqlite") == len(shared) + 1
+
+
+def test_a_packed_claim_lists_the_columns_of_the_plain_one_in_the_same_order():
+    from delayq.store.sql_jobs import CLAIMED
+
+    columns = ", ".join(CLAIMED)
+    for dialect in ("mysql", "sqlite"):
+        q = queries.Queries(dialect, "p", "named", TOKENS[dialect])
+        assert f"SELECT {columns} FROM p_jobs" in q("select_claimed", ids=[1], token="t")[0]
+    assert f"JSON_ARRAY({columns}))" in queries.Queries("mysql", "p", "named", TOKENS["mysql"])(
+        "select_claimed_packed", ids=[1], token="t")[0]

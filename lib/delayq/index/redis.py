@@ -149,6 +149,12 @@ class RedisIndex(RebuildableIndex):
 
     # -- writes that follow committed rows -----------------------------------
     def add(self, entries: list[Entry]) -> None:
+        if len(entries) == 1:      # a single enqueue: one ZADD, without a pipeline's own work around it
+            (job, queue, due, prio), = entries
+            key, member = self.keys(queue)[0], {str(job): score(due, prio)}
+            self._call(lambda: self.r.zadd(key, member))
+            return
+
         def zadd(pipe) -> None:
             for queue, items in _by_queue(entries):
                 for part in _chunks(items):

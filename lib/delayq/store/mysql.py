@@ -64,7 +64,7 @@ class MySQLStore(SqlStore):
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
                 "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "",
-                "scan_by_id": "FORCE INDEX (PRIMARY)"}
+                "scan_by_id": "FORCE INDEX (PRIMARY)", "on_jobs": f"ON {prefix}_jobs"}
 
     def _connect(self) -> Any:
         parts = urlsplit(self._url)

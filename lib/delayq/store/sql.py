@@ -38,7 +38,8 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
 
     # -- dialect hooks -------------------------------------------------------
     def _tokens(self, prefix: str) -> dict[str, str]:
-        """The dialect's values for the {table_options}, {for_update}, {skip_locked}, {jobs_ix} and {scan_by_id} tokens."""
+        """The dialect's values for the {table_options}, {for_update}, {skip_locked}, {jobs_ix}, {scan_by_id} and {on_jobs}
+        tokens."""
         raise NotImplementedError
 
     def _connect(self) -> Any:

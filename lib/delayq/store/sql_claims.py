@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..fairness import fair_pick
-from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
+from ..jobs import FAILED, MAX_PRIORITY, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
 from .sql_jobs import CHUNK, rows_to_jobs
 
 _FINISH = ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out"))
@@ -54,21 +54,54 @@ class ClaimsSql:
         jobs: list[Job] = []
         for start in range(0, len(ids), CHUNK):
             part = list(ids[start:start + CHUNK])
-            self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part)
-            jobs.extend(rows_to_jobs(self.run(cur, "select_claimed", ids=part, token=token)))
+            started = self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part).rowcount
+            jobs.extend(self._read_claimed(cur, part, token, started))
         return jobs
+
+    def _read_claimed(self, cur: Any, ids: list[int], token: str, started: int) -> list[Job]:
+        """The jobs just started, packed in one value where the dialect packs them; their rows if that value was
+        cut short or dropped (MariaDB's group_concat_max_len, MySQL's max_allowed_packet: jobs with large args)."""
+        try:
+            jobs = rows_to_jobs(self.run(cur, "select_claimed_packed", ids=ids, token=token))
+            if len(jobs) == started:
+                return jobs
+        except ValueError:
+            pass
+        return rows_to_jobs(self.run(cur, "select_claimed", ids=ids, token=token))
 
     def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
         with self.tx() as cur:
-            # Each queue's candidates, locked (others skip them), walked in the by_claim index's order.
-            candidates = [self.run(cur, "lock_due", queue=queue, now=now, limit=limit).fetchall() for queue in queues]
+            # Each queue's candidates, locked (others skip them): its priority levels from the highest down,
+            # each level's due jobs earliest first, until `limit` are found (by_claim ranges, read in order).
+            candidates = [self._lock_due(cur, queue, now, limit) for queue in queues]
             ids = fair_pick(candidates, limit)
             return in_order(self._start(cur, ids, token, now, lease), ids) if ids else []
 
+    def _lock_due(self, cur: Any, queue: str, now: float, limit: int) -> list[tuple]:
+        rows: list[tuple] = []
+        for priority, first_due in self._bands(cur, queue):
+            if len(rows) >= limit:
+                break
+            if first_due <= now:
+                rows += self.run(cur, "lock_due", queue=queue, priority=priority, now=now,
+                                 limit=limit - len(rows)).fetchall()
+        return rows
+
+    def _bands(self, cur: Any, queue: str) -> Iterator[tuple[int, float]]:
+        """(priority, earliest due time) of one queue's pending jobs, for each priority, highest first."""
+        below = MAX_PRIORITY + 1
+        while True:
+            row = self.run(cur, "top_band", queue=queue, below=below).fetchone()
+            if row is None:
+                return
+            priority, first_due = row
+            yield priority, float(first_due)
+            below = priority
+
     def next_due(self, queues: list[str]) -> float | None:
         with self.tx(write=False) as cur:
-            row = self.run(cur, "next_due", queues=list(queues)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+            firsts = [first_due for queue in queues for _, first_due in self._bands(cur, queue)]
+        return min(firsts, default=None)
 
     def finish(self, outcomes: list[Outcome], now: float) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         if not outcomes:

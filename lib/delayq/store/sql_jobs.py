@@ -32,9 +32,21 @@ def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
 
 
+# The columns of select_claimed and select_claimed_packed, in their order.
+CLAIMED = ("id", "queue", "ext", "callable", "args", "attempts", "max_attempts", "ladder", "due_at", "deadline",
+           "priority", "at_most_once", "lease_until", "lease_seconds", "timeout_seconds", "crashes", "on_timeout",
+           "claim_token")
+_CLAIMED_FIELDS = tuple(_JOB_FIELDS[name] for name in CLAIMED)
+
+
 def rows_to_jobs(cur: Any) -> list[Job]:
-    """Job values from a cursor over jobs rows (any subset of the columns)."""
+    """Job values from a cursor over jobs rows (any subset of the columns), or over one `packed` value: a JSON
+    array of rows in CLAIMED's order (NULL: none). ValueError if a packed value is not valid JSON (cut short)."""
     names = [d[0] for d in cur.description]
+    if names == ["packed"]:
+        value = cur.fetchone()[0]
+        rows = json.loads(value) if value is not None else []
+        return [Job(**dict(zip(_CLAIMED_FIELDS, row))) for row in rows]
     keep = [(i, _JOB_FIELDS[n]) for i, n in enumerate(names) if n in _JOB_FIELDS]
     return [Job(**{field: row[i] for i, field in keep}) for row in cur.fetchall()]
 
@@ -96,8 +108,9 @@ class JobsSql:
 
     def _insert(self, cur: Any, specs: Sequence[JobSpec], now: float, index_pending: bool,
                 returning: bool) -> list[int]:
-        """Ids of the inserted rows, in the order of `specs`."""
-        if returning:
+        """Ids of the inserted rows, in the order of `specs`. One job (a single enqueue) is one plain INSERT whose
+        id comes back in the OK packet: no JSON to build and parse, no result set to read."""
+        if returning and len(specs) > 1:
             # All rows travel as one JSON parameter: one value to escape instead of ~18 per job.
             rows = json.dumps([_row(spec, index_pending) for spec in specs], ensure_ascii=False)
             self.run(cur, "insert_jobs_json", now=now, rows=rows)

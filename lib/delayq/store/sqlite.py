@@ -32,7 +32,7 @@ class SQLiteStore(SqlStore):
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "", "for_update": "", "skip_locked": "", "jobs_ix": f"{prefix}_jobs_",
-                "scan_by_id": "NOT INDEXED"}
+                "scan_by_id": "NOT INDEXED", "on_jobs": ""}
 
     def _connect(self) -> Any:
         parent = os.path.dirname(os.path.abspath(self.path))
