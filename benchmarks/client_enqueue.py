@@ -2,10 +2,10 @@
 
 - threads: single enqueues (a durable commit each) through one `delayq.connect()` client, from one
   thread and then from 8 threads sharing it; jobs/s of each (all threads start together at a barrier,
-  the clock stops when the last one is done). 8 threads can overlap their commits (the server groups
-  them into fewer log flushes) where one thread waits for each. Also the CPU that the one-thread phase
-  keeps busy (this process, mariadbd and redis-server, in cores): threads overlap only waiting, so 8
-  threads reach at most (cores / busy) times one thread's rate, whatever the client does.
+  the clock stops when the last one is done). Single enqueues that arrive together share one write
+  (grouping.py: one transaction, one commit, one ZADD for the group) where one thread waits for each of
+  its own. Also the CPU each phase costs a job (this process, mariadbd and redis-server, in µs), and the
+  cores the one-thread phase keeps busy.
 - bulk: `client.enqueue_many` in-process, and `bin/enqueue_delayed.py --from-file` as a user runs it
   (process start, validation and the write: the whole command, timed from outside).
 - in_transaction: the lateness an enqueue in the application's own transaction adds. Jobs due at once
@@ -40,26 +40,33 @@ import delayq
 
 
 def threads(database_url: str, redis_url: str | None, one: int, each: int, count: int = 8) -> dict:
-    """`one` enqueues from one thread, then `each` from each of `count` threads, through one shared client."""
+    """`one` enqueues from one thread, then `each` from each of `count` threads, through one shared client; and the
+    CPU each phase costs a job, in µs, summed over this process, mariadbd and redis-server."""
     w = World(database_url, redis_url)
     client = delayq.connect(w.config)
     try:
         _enqueue_from(client, count, 10)                    # warm-up: the pool's connections, lazy imports
-        servers = [_pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
-        before = sum(_cpu_seconds(p) for p in [os.getpid(), *servers])
-        took = _enqueue_from(client, 1, one)
-        busy = (sum(_cpu_seconds(p) for p in [os.getpid(), *servers]) - before) / took
-        single = one / took
-        shared = count * each / _enqueue_from(client, count, each)
+        pids = [os.getpid(), _pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
+        (took, single_cpu), (shared_took, shared_cpu) = (_timed(pids, client, 1, one),
+                                                          _timed(pids, client, count, each))
+        single, shared = one / took, count * each / shared_took
         written = w.sql("SELECT COUNT(*) FROM {jobs}")[0][0]
         if written != count * 10 + one + count * each:
             raise RuntimeError(f"{written} rows written, {count * 10 + one + count * each} enqueued")
         return {"one_thread_per_s": round(single), f"{count}_threads_per_s": round(shared),
-                "ratio": round(shared / single, 2), "one_thread_cores_busy": round(busy, 2),
-                "ceiling_ratio": round((os.cpu_count() or 1) / busy, 2) if busy > 0 else None}
+                "ratio": round(shared / single, 2), "one_thread_cores_busy": round(single_cpu / took, 2),
+                "one_thread_cpu_us": round(single_cpu / one * 1e6), f"{count}_threads_cpu_us":
+                round(shared_cpu / (count * each) * 1e6)}
     finally:
         client.close()
         w.close()
+
+
+def _timed(pids: list[int | None], client, count: int, each: int) -> tuple[float, float]:
+    """(seconds, CPU seconds of `pids`) for `count` threads enqueueing `each` jobs apiece."""
+    before = sum(_cpu_seconds(p) for p in pids)
+    took = _enqueue_from(client, count, each)
+    return took, sum(_cpu_seconds(p) for p in pids) - before
 
 
 def _cpu_seconds(pid: int | None) -> float:

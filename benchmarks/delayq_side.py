@@ -74,12 +74,13 @@ class World:
     def wait_committed(self, due: float, n: int, runner: subprocess.Popen, timeout: float = 900,
                        interval: float = 0.005) -> tuple[float, float | None]:
         """Poll every `interval` until no job due by `due` is pending or running, i.e. every outcome is
-        committed (two index lookups on by_due, cheap however many rows the table holds), then check that
+        committed (two range lookups on by_claim: the bench's jobs have priority 0; cheap however many rows the
+        table holds), then check that
         all n succeeded. Returns (that moment on the queue's clock, the runner's peak RSS in MB: the sum over
         the runner and its worker processes, tree_peak_rss); the moment is at most one poll late."""
         ph = self.placeholder
-        query = (f"SELECT 1 FROM {{jobs}} WHERE (status = 'pending' AND queue = 'default' AND due_at <= {ph}) "
-                 "OR status = 'running' LIMIT 1")
+        query = (f"SELECT 1 FROM {{jobs}} WHERE (status = 'pending' AND queue = 'default' AND priority = 0 "
+                 f"AND due_at <= {ph}) OR status = 'running' LIMIT 1")
         peak, deadline, sampled = 0.0, time.time() + timeout, 0.0
         while self.sql(query, (due,)):
             if runner.poll() is not None or time.time() > deadline:

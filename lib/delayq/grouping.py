@@ -36,11 +36,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Slot(Generic[T, R]):
-    __slots__ = ("item", "taken", "done", "value", "error")
+    __slots__ = ("item", "wake", "batch", "done", "value", "error")
 
     def __init__(self, item: T):
         self.item = item
-        self.taken = False      # in a write under way
+        self.wake = threading.Event()        # set when done, or when handed a batch to write
+        self.batch: list[_Slot] | None = None
         self.done = False
         self.value: R | None = None
         self.error: BaseException | None = None
@@ -53,6 +54,8 @@ class Group(Generic[T, R]):
     be all or nothing (one transaction), since every item of a failed write gets its error. At most
     `writers` writes run at once. `then(items, results)`, if given, is a second stage run after the
     write, outside the writers' limit (the next write overlaps it); it must undo the write if it fails.
+    A waiting thread is woken once: when its result is there, or when the write before hands it the
+    next batch to write (the oldest waiting thread writes next, with everything that waits).
     """
 
     def __init__(self, write: Callable[[list[T]], list[R]], writers: int = 1,
@@ -64,32 +67,31 @@ class Group(Generic[T, R]):
         _groups.add(self)
 
     def _reset(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._waiting: list[_Slot] = []
         self._writing = 0                        # writes under way
 
     def submit(self, item: T) -> R:
         slot: _Slot = _Slot(item)
-        lead = False                             # whether this thread wrote the batch that carried its item
-        with self._cond:
+        with self._lock:
             self._waiting.append(slot)
-        while not slot.done:
-            with self._cond:
-                while not slot.done and (slot.taken or self._writing >= self._max_writers):
-                    self._cond.wait()
-                if slot.done:
-                    break
-                self._writing += 1               # a writer's place is free: this thread writes what waits, in order
-                batch, self._waiting = self._waiting[:MAX_GROUP], self._waiting[MAX_GROUP:]
-                for s in batch:
-                    s.taken = True
-            self._lead(batch)
-            lead = slot.done
+            if self._writing < self._max_writers:
+                self._take_batch(slot)
+        if slot.batch is None:
+            slot.wake.wait()
+        lead = slot.batch is not None            # this thread writes the batch that carries its item
+        if lead:
+            self._lead(slot.batch)
         if slot.error is not None:
             # one exception object must not be raised in several threads at once (each raise rewrites its
             # traceback): the thread that wrote raises it, the others a copy
             raise slot.error if lead else copy.copy(slot.error)
         return slot.value  # type: ignore[return-value]
+
+    def _take_batch(self, leader: _Slot) -> None:
+        """(Under the lock) `leader`, the oldest waiting, writes next: everything that waits, MAX_GROUP at most."""
+        self._writing += 1
+        leader.batch, self._waiting = self._waiting[:MAX_GROUP], self._waiting[MAX_GROUP:]
 
     def _lead(self, batch: list[_Slot]) -> None:
         items = [s.item for s in batch]
@@ -106,14 +108,18 @@ class Group(Generic[T, R]):
             for s in batch:
                 s.error = exc
         finally:
-            with self._cond:
-                for s in batch:
-                    s.done = True
-                if not released:
-                    self._writing -= 1
-                self._cond.notify_all()
+            if not released:
+                self._release()
+            for s in batch:
+                s.done = True
+                s.wake.set()
 
     def _release(self) -> None:
-        with self._cond:
+        """A write ended: hand the oldest waiting thread the next batch."""
+        with self._lock:
             self._writing -= 1
-            self._cond.notify_all()
+            nxt = self._waiting[0] if self._waiting and self._writing < self._max_writers else None
+            if nxt is not None:
+                self._take_batch(nxt)
+        if nxt is not None:
+            nxt.wake.set()
