@@ -393,6 +393,11 @@ def measure_issue10(url: str, results: dict) -> None:
     results["client_threads_busy"] = stat([t["one_thread_cores_busy"] for t in threads], 2)
     results["client_threads_cpu_us"] = {"one thread": stat([t["one_thread_cpu_us"] for t in threads], 0),
                                         "8 threads": stat([t["8_threads_cpu_us"] for t in threads], 0)}
+    grouped = [E.grouping(MYSQL, url) for _ in range(RUNS)]
+    results["client_32_threads"] = {
+        f"{how}: {what}": stat([g[key][field] for g in grouped], 0)
+        for key, how in (("grouped", "grouped (client.enqueue)"), ("alone", "each job alone (Manager.insert)"))
+        for field, what in (("per_s", "jobs/s"), ("cpu_us", "CPU µs a job"))}
     bulk, record = [], []
     with Baseline() as old:
         for _ in range(RUNS):        # run by run beside the code of record's bulk enqueue (its manager's enqueue_many)
@@ -470,6 +475,9 @@ def report_issue10(r: dict) -> list[str]:
                      f"redis-server); CPU a job, all three: one thread {cpu.get('one thread', {}).get('median')} µs, "
                      f"8 threads {cpu.get('8 threads', {}).get('median')} µs (their writes grouped)")
     lines.append("")
+    if "client_32_threads" in r:
+        lines += section_lines(r, "    32 threads on one client: their writes grouped, and each job written alone",
+                               r["client_32_threads"], "jobs/s, and CPU µs a job in the client, mariadbd and Redis")
     lines += section_lines(r, "    bulk enqueue through the client", r["client_bulk"], "jobs/s")
     lines.append("    lateness added by enqueueing in the application's transaction (enqueue(..., connection=conn), "
                  "commit), a job due at once; one run:")

@@ -62,6 +62,32 @@ def threads(database_url: str, redis_url: str | None, one: int, each: int, count
         w.close()
 
 
+def grouping(database_url: str, redis_url: str | None, count: int = 32, each: int = 125) -> dict:
+    """`count` threads enqueueing through one client, their writes grouped (client.enqueue), and the same with
+    each job written alone in its own transaction and ZADD (Manager.insert, as the client did before group
+    commit): jobs/s and the CPU a job costs (this process, mariadbd, redis-server; µs) of each."""
+    w = World(database_url, redis_url)
+    client = delayq.connect(w.config)
+    manager = client.manager
+
+    class Alone:
+        def enqueue(self, call: str, delay: float) -> None:
+            now = manager.clock.now()
+            manager.insert([manager.validate({"call": call, "delay": delay}, now)], now)
+
+    try:
+        _enqueue_from(client, count, 5)
+        pids = [os.getpid(), _pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
+        out = {}
+        for name, how in (("grouped", client), ("alone", Alone())):
+            took, cpu = _timed(pids, how, count, each)
+            out[name] = {"per_s": round(count * each / took), "cpu_us": round(cpu / (count * each) * 1e6)}
+        return out
+    finally:
+        client.close()
+        w.close()
+
+
 def _timed(pids: list[int | None], client, count: int, each: int) -> tuple[float, float]:
     """(seconds, CPU seconds of `pids`) for `count` threads enqueueing `each` jobs apiece."""
     before = sum(_cpu_seconds(p) for p in pids)
