@@ -9,6 +9,7 @@ anything is imported. Payloads are JSON; nothing is unpickled or evaluated.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -68,6 +69,16 @@ def steps_of(target: Any) -> dict[str, str] | None:
 
 def check_name(name: str) -> tuple[str, str]:
     """'pkg.module:function' or 'module:Class.method' -> (module, attribute path)."""
+    return _checked_text(name) if type(name) is str else _check_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_text(name: str) -> tuple[str, str]:
+    """check_name of a text, once per name (every job names its callable; a refusal is not remembered)."""
+    return _check_name(name)
+
+
+def _check_name(name: Any) -> tuple[str, str]:
     if not isinstance(name, str) or len(name) > 255 or not _NAME_RE.match(name):
         raise InvalidInput(
             f"callable {shown(name, 80)!r} is not of the form 'package.module:function' or 'module:Class.method'",

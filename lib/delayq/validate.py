@@ -247,7 +247,7 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
     The callable must be allowed, marked and importable here; its arguments must fit its
     signature (each step's, for a multi-step job). An at-most-once job gets one attempt.
     """
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):     # (a dict is the common case: no ABC check)
         raise InvalidInput("a job must be a JSON object whose keys are the flags' names")
     unknown = set(raw) - SPEC_KEYS
     if unknown:
@@ -263,7 +263,8 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
     if raw.get("timeout") is None and registry.timeout(call) is not None:
         merged["timeout"] = registry.timeout(call)        # the code's own limit beats the queue's
     args_text = args_json(merged.get("args"))
-    bind(target, json.loads(args_text), call)
+    names = _arg_names(merged.get("args"), args_text)
+    bind(target, names, call)
     due_at = due(merged, now)
     spec_ladder = ladder(merged.get("ladder"))
     at_most_once = registry.at_most_once(call) and steps_of(target) is None
@@ -272,7 +273,7 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
     if on_timeout is not None:
         if deadline is None:
             raise InvalidInput("on_timeout needs a deadline: when the deadline passes, it runs once", "on_timeout")
-        bind(_resolve(registry, on_timeout, "on_timeout"), json.loads(args_text), on_timeout)
+        bind(_resolve(registry, on_timeout, "on_timeout"), names, on_timeout)
     key = ext(merged.get("ext"))
     unique = _flag(merged.get("unique", False), "unique")
     if unique and key is None:
@@ -311,18 +312,41 @@ def deadline_of(value: Any, now: float, due_at: float) -> float:
     return when
 
 
-def bind(target: Any, args: Mapping[str, Any], call: str) -> None:
-    """The keyword arguments must fit the callable (every step of a multi-step job), as a call would need."""
+def _arg_names(value: Any, args_text: str) -> tuple[str, ...]:
+    """The keyword names a job's args pass (all that binding them to a signature looks at): the mapping's own
+    keys when they are all text, else the names its stored JSON has."""
+    if type(value) is dict and all(type(key) is str for key in value):
+        return tuple(value)
+    return tuple(json.loads(args_text))
+
+
+_FITS: set = set()          # (callable, keyword names) already bound without error
+_FITS_MAX = 4096
+
+
+def bind(target: Any, args: Mapping[str, Any] | tuple[str, ...], call: str) -> None:
+    """The keyword arguments (or just their names) must fit the callable (every step of a multi-step job), as a
+    call would need. Whether they fit depends on the names alone: a fit is remembered for the next job."""
+    names = tuple(args)
     try:
+        if (target, names) in _FITS:
+            return
         checked = _cached_signatures(target)
     except TypeError:     # an unhashable callable: read its signatures each time
         checked = _signatures_of(target)
+    kwargs = dict.fromkeys(names)
     for label, signature in checked:
         try:
-            signature.bind(**args)
+            signature.bind(**kwargs)
         except TypeError as exc:
             where = f"{call} step {label}" if label else call
             raise InvalidInput(f"args do not fit {where}{signature}: {exc}", "args") from None
+    try:
+        if len(_FITS) >= _FITS_MAX:
+            _FITS.clear()
+        _FITS.add((target, names))
+    except TypeError:
+        pass
 
 
 @functools.lru_cache(maxsize=1024)

@@ -6,6 +6,7 @@ its docstring promises (what is atomic, what is conditional on the claim token).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 
@@ -146,7 +147,7 @@ def test_start_reads_back_every_field_exactly_and_jobs_too_large_to_pack_togethe
             job.lease_until, job.token, job.attempts, job.max_attempts, job.at_most_once, job.crashes) == (
         odd.due_at, odd.deadline, 61.25, 9.5, -3, odd.ext, odd.args_json, odd.on_timeout, NOW + 0.25 + 61.25,
         "tok", 1, 16, 0, 0)
-    big = '{"blob": "%s"}' % ("x" * 60_000)
+    big = json.dumps({"blob": "a\"b'c\\d\n\u001a" * 6000})      # long values are escaped by delayq's own code
     ids = [r.id for r in store.insert_jobs([spec(args_json=big) for _ in range(20)], NOW)]   # 1.2 MB of args
     jobs = store.start(ids, "tok2", NOW, 300.0)
     assert sorted(j.id for j in jobs) == ids and all(j.args_json == big for j in jobs)

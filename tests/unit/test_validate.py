@@ -77,6 +77,18 @@ def test_args_must_fit_the_functions_signature():
         build(args={"x": 1})
 
 
+def test_a_fit_is_remembered_for_its_names_only():
+    """Binding is checked once per callable and set of names: the same names fit again (as text or a dict),
+    other names are checked afresh, and a refusal is never remembered as a fit."""
+    call = "examples.shop:flaky_sync"
+    for _ in range(2):
+        validate.job({"call": call, "args": {"order_id": 1}}, NOW, REGISTRY)
+        validate.job({"call": call, "args": '{"order_id": 2}'}, NOW, REGISTRY)
+        for wrong in ({"order_id": 1, "x": 2}, {}, '{"order": 1}'):
+            with pytest.raises(InvalidInput, match="args do not fit"):
+                validate.job({"call": call, "args": wrong}, NOW, REGISTRY)
+
+
 def test_each_step_of_a_multi_step_job_must_fit():
     good = {"call": "examples.shop:SendGift", "args": {"path": "/tmp/x", "star_failures": 1}}
     assert validate.job(good, NOW, REGISTRY).call == "examples.shop:SendGift"

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, SERVER_STATUS
 
 from ..config import DEFAULT_DB_TIMEOUT, describe
 from ..errors import BackendError
@@ -21,13 +21,35 @@ _DB_DENIED = 1044
 _NO_SERVER = (2003, 2005, 2006, 2013)  # cannot connect, unknown host, gone away, lost during the handshake
 
 
+_ESCAPES = (("\0", "\\0"), ("\n", "\\n"), ("\r", "\\r"), ("\x1a", "\\Z"), ('"', '\\"'), ("'", "\\'"))
+_LONG = 256                 # characters from which escape() below beats PyMySQL's str.translate
+
+
+def escape(text: str) -> str:
+    """The same text as PyMySQL's converters.escape_string (backslash-escaped NUL, newline, return, ^Z, quotes
+    and backslash), made by a few str.replace passes instead of str.translate with a table: 15x faster on
+    long values, such as the JSON array of a group of outcomes or of a bulk enqueue (50 KB for 500 jobs)."""
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    for char, escaped in _ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
 class _Connection(pymysql.connections.Connection):
-    """PyMySQL's connection, with the TLS context of its default PREFERRED mode made once per process.
+    """PyMySQL's connection, with the TLS context of its default PREFERRED mode made once per process, and
+    long strings escaped faster.
 
     Without TLS options PyMySQL tries TLS without verifying the server (no CA given) and builds that context
     on every connect; building it loads the system's CA store (25-35 ms, 10x the rest of a local connect) for
     a context that never uses it. The context is the same each time, so one is shared: same security, cheap
     connects (each CLI command, each pool refill, each forked worker)."""
+
+    def _escape_string(self, s: str) -> str:
+        if len(s) < _LONG or self.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
+            return super()._escape_string(s)
+        return escape(s)
 
     _preferred: Any = None
     _making = threading.Lock()      # threads connecting at once (a worker's first jobs) make it once, not each
