@@ -307,7 +307,7 @@ FROM {jobs} GROUP BY queue, status
 
 -- name: queue_counts
 -- Per queue, the jobs pending, running or failed: how many, how many due by :now, the earliest due time (the
--- dashboard's overview). The by_due index (status, queue, due_at) covers it: succeeded and cancelled rows, most of
+-- dashboard's overview). The by_claim index (status, queue, priority, due_at) covers it: succeeded and cancelled rows, most of
 -- a big table, are never read, where `stats` reads every row.
 SELECT queue, status, COUNT(*), SUM(CASE WHEN due_at <= :now THEN 1 ELSE 0 END), MIN(due_at)
 FROM {jobs} WHERE status IN ('pending', 'running', 'failed') GROUP BY status, queue

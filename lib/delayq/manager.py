@@ -65,7 +65,7 @@ class Manager:
         """
         now = self.clock.now()
         spec = self.validate({"call": call, "args": args, **options}, now)
-        if connection is not None:
+        if connection is not None or spec.unique:     # (a unique job alone: its conflict fails no other job)
             return self.insert([spec], now, connection)[0]
         return self._group.submit(spec)         # threads enqueueing at the same moment share one write
 
@@ -79,7 +79,7 @@ class Manager:
         new = [(r.id, s.queue, r.due_at, s.priority) for r, s in zip(inserted, specs) if r.created]
         try:
             self.index.add(new)
-        except BackendError:
+        except BaseException:     # a backend error, or an interrupt: no row stays without its entry
             self.store.delete_jobs([job for job, _, _, _ in new])
             raise
 

@@ -115,3 +115,18 @@ def test_server_clock_is_read_once_when_many_threads_need_it_at_once():
         thread.join()
     assert len(seen) == 16 and all(abs(t - 5_000_000_000.0) < 1.0 for t in seen)
     assert len(reads) <= 2               # not one read a thread
+
+
+def test_a_job_pickles_to_an_equal_job():
+    """Jobs cross to worker processes pickled as a tuple of their values (Job.__reduce__)."""
+    import dataclasses
+    import pickle
+
+    from delayq.jobs import Job
+
+    values = {f.name: f"v-{f.name}" for f in dataclasses.fields(Job)}
+    values.update(id=7, attempts=2, max_attempts=5, due_at=1.5, priority=-3, at_most_once=True, crashes=1,
+                  deadline=None, lease=61.25)
+    job = Job(**values)
+    again = pickle.loads(pickle.dumps(job))
+    assert again == job and type(again) is Job and again.__dict__ == job.__dict__

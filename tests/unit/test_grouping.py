@@ -139,3 +139,100 @@ def test_a_child_forked_during_a_write_starts_with_an_empty_group():
     release.set()
     writer.join(5)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+class Interrupted(Exception):
+    """What a signal handler raises in the main thread (as KeyboardInterrupt would), in a test."""
+
+
+def test_an_interrupted_waiting_caller_withdraws_its_item_and_the_group_goes_on():
+    import signal
+
+    store = Store()
+    group = Group(store.write)
+    first = threading.Thread(target=group.submit, args=(1,))
+    first.start()
+    while not store.writes:
+        threading.Event().wait(0.001)
+
+    def interrupt(*_):
+        raise Interrupted()
+
+    before = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(Interrupted):
+            group.submit(2)                       # waits behind the held write, then is interrupted
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    got = {}
+    later = threading.Thread(target=lambda: got.setdefault(3, group.submit(3)))
+    later.start()
+    while len(group._waiting) < 1:
+        threading.Event().wait(0.001)
+    store.gate.set()
+    first.join(5)
+    later.join(5)
+    assert got == {3: "row-3"} and store.writes == [[1], [3]]      # 2 was withdrawn; nothing hangs
+    assert group._writing == 0 and group._waiting == []
+
+
+def test_a_batch_handed_to_a_caller_that_is_interrupted_goes_to_the_next_one():
+    from delayq.grouping import _Slot
+
+    group = Group(lambda items: items)
+    slots = [_Slot(2), _Slot(3)]
+    group._writing, group._waiting = 1, list(slots)          # one write under way, two callers waiting
+    group._release()                                         # it ends: the oldest is handed both items
+    assert slots[0].batch == slots and slots[0].wake.is_set()
+    group._abandon(slots[0])                                 # ... and is interrupted before it writes
+    assert slots[1].batch == [slots[1]] and slots[1].wake.is_set() and group._writing == 1
+
+
+def test_the_writers_interrupt_is_its_own_and_the_others_learn_their_write_was_cut_short():
+    from delayq.errors import BackendError
+
+    store = Store()
+    gate_passed = threading.Event()
+
+    def write(items):
+        if len(store.writes) == 0:
+            store.writes.append(items)
+            store.gate.wait(5)
+            return [f"row-{i}" for i in items]
+        gate_passed.set()
+        raise KeyboardInterrupt                    # the writer of the second group is interrupted
+
+    group = Group(write)
+    got: dict[int, object] = {}
+
+    def call(i):
+        try:
+            got[i] = group.submit(i)
+        except BaseException as exc:
+            got[i] = exc
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    threads[0].start()
+    while not store.writes:
+        threading.Event().wait(0.001)
+    for t in threads[1:]:
+        t.start()
+    while len(group._waiting) < 3:
+        threading.Event().wait(0.001)
+    store.gate.set()
+    for t in threads:
+        t.join(5)
+    assert got[0] == "row-0"
+    kinds = sorted(type(got[i]).__name__ for i in (1, 2, 3))
+    assert kinds == ["BackendError", "BackendError", "KeyboardInterrupt"]
+    assert all("interrupted (KeyboardInterrupt)" in str(got[i]) for i in (1, 2, 3) if isinstance(got[i], BackendError))
+
+
+def test_a_write_that_returns_too_few_results_fails_its_callers():
+    group = Group(lambda items: items[:-1])
+    with pytest.raises(RuntimeError, match="returned 0 results for 1 items"):
+        group.submit(1)
+    with pytest.raises(ValueError):
+        Group(lambda items: items, writers=0)

@@ -44,7 +44,6 @@ def build_parser(prog: str) -> cli.Parser:
 
 def execute(args, settings) -> int:
     cli.setup_logging(not args.quiet, settings.log_format)
-    sys.setswitchinterval(float(os.environ.get("SWI_PROBE", "0.005")))
     queues = [validate.queue(q.strip(), "--queue") for q in args.queue.split(",") if q.strip()]
     if not queues:
         raise InvalidInput("--queue needs at least one queue name")

@@ -79,8 +79,10 @@ class ClaimsSql:
 
     def _lock_due(self, cur: Any, queue: str, now: float, limit: int) -> list[tuple]:
         rows: list[tuple] = []
-        for priority, first_due in self._bands(cur, queue):
-            if len(rows) >= limit:
+        bands = self._bands(cur, queue)
+        while len(rows) < limit:
+            priority, first_due = next(bands, (None, None))
+            if priority is None:
                 break
             if first_due <= now:
                 rows += self.run(cur, "lock_due", queue=queue, priority=priority, now=now,
@@ -99,6 +101,8 @@ class ClaimsSql:
             below = priority
 
     def next_due(self, queues: list[str]) -> float | None:
+        """Two index dives a priority level in use per queue (one level, the usual case: two dives and one more
+        that finds no level below it), whatever the table holds."""
         with self.tx(write=False) as cur:
             firsts = [first_due for queue in queues for _, first_due in self._bands(cur, queue)]
         return min(firsts, default=None)
