@@ -104,8 +104,8 @@ def mysql8_store(prefix: str):
     from delayq.store.mysql import MySQLStore
 
     class MySQL8Mode(MySQLStore):
-        def _connect(self):
-            conn = super()._connect()
+        def _connect(self, autocommit: bool = False):
+            conn = super()._connect(autocommit)
             with conn.cursor() as cur:
                 cur.execute("SET SESSION sql_mode = %s", (MYSQL8_SQL_MODE,))
             return conn

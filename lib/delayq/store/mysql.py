@@ -12,6 +12,7 @@ from pymysql.constants import CLIENT, SERVER_STATUS
 
 from ..config import DEFAULT_DB_TIMEOUT, describe
 from ..errors import BackendError
+from .pool import Pool
 from .sql import SqlStore
 
 _NO_TABLE = 1146
@@ -82,13 +83,14 @@ class MySQLStore(SqlStore):
         self._url = url
         self.timeout = timeout      # seconds: connecting, each write to the server, each wait for its answer
         super().__init__(prefix, describe(url))
+        self._solo_pool = Pool(lambda: self._connect_translated(autocommit=True), self._close_quietly)
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
                 "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "",
                 "scan_by_id": "FORCE INDEX (PRIMARY)", "on_jobs": f"ON {prefix}_jobs"}
 
-    def _connect(self) -> Any:
+    def _connect(self, autocommit: bool = False) -> Any:
         parts = urlsplit(self._url)
         conn = _Connection(
             host=parts.hostname or "127.0.0.1",
@@ -99,7 +101,7 @@ class MySQLStore(SqlStore):
             password=unquote(parts.password or "").encode("utf-8"),
             database=parts.path.lstrip("/") or None,
             charset="utf8mb4",
-            autocommit=False,
+            autocommit=autocommit,
             # rowcount = rows matched, not rows changed: a conditional UPDATE that matched its row (its claim
             # still held) counts even when the values it sets are the ones already there.
             client_flag=CLIENT.FOUND_ROWS,
