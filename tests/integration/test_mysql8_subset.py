@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from delayq.errors import BackendError
 from delayq.jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.search import JobFilter
 from delayq.store import Recovery
@@ -67,6 +68,24 @@ def test_every_query_of_the_mysql_dialect_runs_in_mysql_8s_sql_mode_without_retu
     assert len(store.start(big, "t7", NOW, 60)) == 20          # too big to pack in one value: select_claimed's rows
     missing = set(load("mysql")) - MARIADB_ONLY - recorded
     assert missing == set() and not recorded & MARIADB_ONLY
+
+
+def test_a_first_write_of_several_rows_is_all_or_nothing_without_returning():
+    """A store that has not connected yet does not know whether its server has RETURNING: several rows go in
+    one transaction on MySQL 8 (one INSERT each), never as separate statements that each commit."""
+    require("mysql")
+    prefix = new_prefix()
+    first = mysql8_store(prefix)
+    first.migrate(NOW)
+    first.close()
+    fresh = mysql8_store(prefix)
+    try:
+        with pytest.raises(BackendError, match="Data too long"):
+            fresh.insert_jobs([spec(ext="kept?"), spec(ext="x", queue="q" * 65)], NOW)   # strict mode refuses row 2
+        assert fresh.by_ext("kept?") == []
+    finally:
+        fresh.close()
+        drop_mysql(prefix)
 
 
 def _jobs(store) -> None:
