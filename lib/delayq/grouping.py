@@ -7,7 +7,8 @@ threads that arrive while it writes wait, and the first of them then writes ever
 came meanwhile in one transaction and one index call (leader and followers, as a database's
 own group commit). A lone thread never waits for company. Each caller returns only once its
 own row is committed and indexed, with its own result, or raises the error of the write that
-carried it (nothing of that write is kept: the rows and their index entries go together). Jobs
+carried it (nothing of that write is kept: the rows and their index entries go together; only a
+connection lost with the write in flight leaves it unknown, and the error then says so). Jobs
 that must be the only live one of their business key (unique) are written alone: a conflict of
 one must not fail the others' write.
 

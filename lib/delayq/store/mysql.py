@@ -83,7 +83,8 @@ class MySQLStore(SqlStore):
         self._url = url
         self.timeout = timeout      # seconds: connecting, each write to the server, each wait for its answer
         super().__init__(prefix, describe(url))
-        self._solo_pool = Pool(lambda: self._connect_translated(autocommit=True), self._close_quietly)
+        # statement(): single enqueues and a group's rows (one writer a client at a time, grouping.py): few idle
+        self._solo_pool = Pool(lambda: self._connect_translated(autocommit=True), self._close_quietly, max_idle=8)
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
@@ -124,6 +125,11 @@ class MySQLStore(SqlStore):
     def _begin(self, conn: Any, write: bool) -> None:
         """Nothing to send: the session runs with autocommit off, so the first statement begins the transaction
         (an explicit BEGIN was one more round trip for every transaction: a third of a single enqueue's)."""
+
+    def _answered(self, exc: BaseException) -> bool:
+        """The server's own errors have codes below 2000; 2000 and up (and none) are the client's: lost, timed out."""
+        args = getattr(exc, "args", ())
+        return bool(args) and isinstance(args[0], int) and 0 < args[0] < 2000
 
     def _missing_table(self, exc: BaseException) -> bool:
         return bool(getattr(exc, "args", ())) and exc.args[0] == _NO_TABLE

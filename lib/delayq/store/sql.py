@@ -52,6 +52,11 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
     def _explain(self, exc: BaseException) -> str:
         return str(exc) or type(exc).__name__
 
+    def _answered(self, exc: BaseException) -> bool:
+        """Whether a driver error is the server's answer to the statement (so it was not applied), not a connection
+        lost or timed out while the statement was in flight."""
+        return True
+
     def _missing_table(self, exc: BaseException) -> bool:
         """Whether a driver error says a table does not exist (the schema was never migrated)."""
         return False
@@ -88,7 +93,9 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
         except BaseException as exc:
             broken = True               # cut short anywhere (an interrupt mid-reply): the session is not reused
             if isinstance(exc, self.driver_errors):
-                raise BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}") from None
+                # As with a COMMIT whose reply is lost: the server may have applied the statement or not
+                unsure = "" if self._answered(exc) else " (the reply was lost: it may or may not have been applied)"
+                raise BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}{unsure}") from None
             raise
         finally:
             self._solo_pool.release(conn, broken)
@@ -107,7 +114,8 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
             yield cur
             conn.commit()
         except BaseException as exc:
-            broken = not self._rollback(conn)
+            # an interrupt may have cut a reply short: the session is then out of step, never reused
+            broken = not self._rollback(conn) or not isinstance(exc, Exception)
             if isinstance(exc, self.driver_errors):
                 raise BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}") from None
             raise

@@ -77,10 +77,11 @@ class JobsSql:
     dialect: str
 
     def insert_jobs(self, specs: list[JobSpec], now: float, index_pending: bool = False) -> list[Inserted]:
-        if len(specs) <= CHUNK and not any(s.unique for s in specs):
+        if len(specs) <= CHUNK and (len(specs) == 1 or self.returning) and not any(s.unique for s in specs):
             with self.statement() as cur:
                 # one INSERT, atomic by itself: committed with it, no COMMIT to send. Whether the server has
-                # RETURNING is known once connected; without it (MySQL 8) several rows are several INSERTs
+                # RETURNING is known once connected (until then: assumed); without it (MySQL 8) several rows are
+                # several INSERTs, in the transaction below
                 if len(specs) == 1 or self.returning:
                     return self._insert_all(cur, specs, now, index_pending, self.returning)
         with self.tx() as cur:
