@@ -182,6 +182,20 @@ def _claim_again_then_finish(w: World, jobs: list) -> int:
     return len(again)
 
 
+def _where_stuck(w: World, ids: list[int]) -> list[str]:
+    """One line a job: its row (queue, status, attempts, lease left) and its place in the due index."""
+    r, now, lines = w.q.index.r, time.time(), []
+    with w.q.store.tx() as cur:
+        cur.execute(f"SELECT id, queue, status, attempts, lease_until, due_at FROM {w.prefix}_jobs "
+                    f"WHERE id IN ({','.join(map(str, ids))})")
+        for job, queue, status, attempts, lease_until, due_at in cur.fetchall():
+            due, inflight = w.q.index.keys(queue)
+            lines.append(f"{job} {queue} {status} attempts={attempts} due_in={due_at - now:.1f}s "
+                         f"lease_left={'-' if lease_until is None else f'{lease_until - now:.1f}s'} "
+                         f"due_set={r.zscore(due, job)} inflight_set={r.zscore(inflight, job)}")
+    return lines
+
+
 def _missing_from_index(w: World, queue: str, ids: list[int]) -> int:
     """Of these pending jobs, how many neither the due set nor the in-flight set holds (their ZADD was lost)."""
     due, inflight = w.q.index.keys(queue)
@@ -288,6 +302,9 @@ def _failover_result(w: World, kind: str, producer: Producer, runners: Superviso
         "runner_exits": len(runners.exits), "runner_exit_lines": sorted({line for _, line in runners.exits})[:3],
         "enqueue_errors": len(producer.errors), "compensate_failures": len(compensator.failures),
     }
+    lost = [job for job in rows if runs[job] == 0 and rows[job][1] != "failed"]
+    if lost:     # what the next one to look needs: where each lost job is stuck
+        result["lost_jobs"] = _where_stuck(w, lost[:10])
     result["promises"] = {
         "every job final": finished,
         "0 lost": result["lost"] == 0 and finished,
