@@ -22,6 +22,7 @@ def _after_fork_in_child() -> None:
     for pool in list(_pools):
         pool._lock = threading.Lock()
         pool._idle = []
+        pool._out = {}
         pool._pid = os.getpid()
 
 
@@ -36,29 +37,39 @@ class Pool:
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._closes = 0                  # close() calls so far: a connection taken before the last one is not kept
+        self._out: dict[int, int] = {}    # id of a connection in use -> self._closes when it was taken
         _pools.add(self)
 
     def acquire(self) -> Any:
         """An idle connection, or a new one (connect errors propagate: the caller translates them)."""
         with self._lock:
             self._check_fork()
-            if self._idle:
-                return self._idle.pop()
-        return self._connect()
+            conn = self._idle.pop() if self._idle else None
+            closes = self._closes
+        if conn is None:
+            conn = self._connect()
+        with self._lock:
+            self._out[id(conn)] = closes
+        return conn
 
     def release(self, conn: Any, broken: bool = False) -> None:
-        """Give a connection back; a broken one (or one too many) is closed instead."""
+        """Give a connection back; a broken one, one too many, or one taken before close() is closed instead."""
         with self._lock:
-            if not broken and os.getpid() == self._pid and len(self._idle) < self._max_idle:
+            taken = self._out.pop(id(conn), None)
+            if (not broken and os.getpid() == self._pid and taken == self._closes
+                    and len(self._idle) < self._max_idle):
                 self._idle.append(conn)
                 return
         if os.getpid() == self._pid:
             self._close(conn)
 
     def close(self) -> None:
-        """Close every idle connection of this process (those in use are closed when released)."""
+        """Close every idle connection of this process; those in use are closed when released. The pool can be
+        used again afterwards: it connects afresh."""
         with self._lock:
             self._check_fork()
+            self._closes += 1
             idle, self._idle = self._idle, []
         for conn in idle:
             self._close(conn)
@@ -66,4 +77,5 @@ class Pool:
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:
             self._idle = []            # the parent's: never used, never closed here
+            self._out = {}
             self._pid = os.getpid()
