@@ -24,37 +24,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE]
 
 from baseline import Baseline  # noqa: E402
+from procfs import cpu_seconds, pid_of  # noqa: E402
 
 MYSQL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 
-# Runs in a child python with one tree's benchmarks/ first on the path: its delayq_side and its delayq.
+# Runs in a child python with one tree's benchmarks/ first on the path (its delayq_side and its delayq), and
+# this tree's last (procfs, which the runner of record's tree has not).
 _MEASURE = r"""
-import json, os, subprocess, sys, threading, time
+import json, sys, threading, time
 sys.path.insert(0, sys.argv[1])
+sys.path.append(sys.argv[2])
 import delayq_side as D
-n, flags, db, redis = int(sys.argv[2]), sys.argv[5:], sys.argv[3], sys.argv[4]
-
-def cpu(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            x = f.read().rsplit(")", 1)[1].split()
-        return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-def pid_of(name):
-    out = subprocess.run(["pgrep", "-o", "-x", name], capture_output=True, text=True).stdout.split()
-    return int(out[0]) if out else None
-
-def kids(pid):
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return found
+from procfs import children, cpu_seconds as cpu, pid_of
+n, db, redis, flags = int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6:]
 
 w = D.World(db, redis)
 try:
@@ -65,7 +47,7 @@ try:
 
     def sample():
         while not done.is_set():
-            for c in kids(runner.pid):
+            for c in children(runner.pid):
                 first.setdefault(c, cpu(c))
                 last[c] = cpu(c)
             time.sleep(0.05)
@@ -99,22 +81,15 @@ def quiet(pid: int | None, below: float = 0.05, most: float = 30.0) -> None:
         return
     end = time.monotonic() + most
     while time.monotonic() < end:
-        before = _cpu(pid)
+        before = cpu_seconds(pid)
         time.sleep(0.5)
-        if _cpu(pid) - before < below * 0.5:
+        if cpu_seconds(pid) - before < below * 0.5:
             return
 
 
-def _cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(benchmarks_dir: str, n: int, redis_url: str, flags: list[str]) -> dict:
-    out = subprocess.run(["pgrep", "-o", "-x", "mariadbd"], capture_output=True, text=True).stdout.split()
-    quiet(int(out[0]) if out else None)
-    done = subprocess.run([sys.executable, "-c", _MEASURE, benchmarks_dir, str(n), MYSQL, redis_url, *flags],
+    quiet(pid_of("mariadbd"))
+    done = subprocess.run([sys.executable, "-c", _MEASURE, benchmarks_dir, HERE, str(n), MYSQL, redis_url, *flags],
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"burst failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import pymysql
 
 from delayq_side import NOOP, ROOT, World, _pct, stop
+from procfs import cpu_seconds, pid_of
 
 import delayq
 
@@ -46,7 +47,7 @@ def threads(database_url: str, redis_url: str | None, one: int, each: int, count
     client = delayq.connect(w.config)
     try:
         _enqueue_from(client, count, 10)                    # warm-up: the pool's connections, lazy imports
-        pids = [os.getpid(), _pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
+        pids = [os.getpid(), pid_of("mariadbd"), pid_of("redis-server") if redis_url else None]
         (took, single_cpu), (shared_took, shared_cpu) = (_timed(pids, client, 1, one),
                                                           _timed(pids, client, count, each))
         single, shared = one / took, count * each / shared_took
@@ -77,7 +78,7 @@ def grouping(database_url: str, redis_url: str | None, count: int = 32, each: in
 
     try:
         _enqueue_from(client, count, 5)
-        pids = [os.getpid(), _pid_of("mariadbd"), _pid_of("redis-server") if redis_url else None]
+        pids = [os.getpid(), pid_of("mariadbd"), pid_of("redis-server") if redis_url else None]
         out = {}
         for name, how in (("grouped", client), ("alone", Alone())):
             took, cpu = _timed(pids, how, count, each)
@@ -90,27 +91,9 @@ def grouping(database_url: str, redis_url: str | None, count: int = 32, each: in
 
 def _timed(pids: list[int | None], client, count: int, each: int) -> tuple[float, float]:
     """(seconds, CPU seconds of `pids`) for `count` threads enqueueing `each` jobs apiece."""
-    before = sum(_cpu_seconds(p) for p in pids)
+    before = sum(cpu_seconds(p) for p in pids)
     took = _enqueue_from(client, count, each)
-    return took, sum(_cpu_seconds(p) for p in pids) - before
-
-
-def _cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of a process (0 when there is none, or it is not ours to read)."""
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _pid_of(name: str) -> int | None:
-    """The oldest process of that name (the local server the bench talks to), or None."""
-    done = subprocess.run(["pgrep", "-o", "-x", name], capture_output=True, text=True)
-    return int(done.stdout.split()[0]) if done.returncode == 0 and done.stdout.strip() else None
+    return took, sum(cpu_seconds(p) for p in pids) - before
 
 
 def _enqueue_from(client, count: int, each: int) -> float:

@@ -21,6 +21,7 @@ sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 import delayq  # noqa: E402
 from delayq.config import Config  # noqa: E402
 from delayq.store.queries import TABLES  # noqa: E402
+from procfs import children  # noqa: E402
 
 NOOP = "examples.shop:noop"
 PING = "examples.shop:Orders.ping"      # a no-op of another name: a warm-up job, left out of the figures
@@ -126,18 +127,6 @@ def peak_rss(pid: int) -> float | None:
     except OSError:
         pass
     return None
-
-
-def children(pid: int) -> list[int]:
-    """The live child processes of `pid` (its forked workers)."""
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return found
 
 
 def tree_peak_rss(pid: int) -> float | None:

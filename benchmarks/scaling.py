@@ -30,6 +30,7 @@ ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, ROOT, os.path.join(ROOT, "lib")]
 
 from delayq_side import World  # noqa: E402
+from procfs import cpu_seconds  # noqa: E402
 
 QUEUES = [f"q{i}" for i in range(6)]
 RUNNERS = (1, 2, 4)
@@ -62,16 +63,6 @@ def wait_committed(w: World, due: float, runners: list[subprocess.Popen], timeou
             raise RuntimeError(f"runners stopped before the jobs were done: {why}")
         time.sleep(0.005)
     return w.q.clock.now()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used (Linux /proc); 0.0 when it cannot tell."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def mariadb_pids() -> list[int]:
