@@ -94,8 +94,8 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
             broken = True               # cut short anywhere (an interrupt mid-reply): the session is not reused
             if isinstance(exc, self.driver_errors):
                 # As with a COMMIT whose reply is lost: the server may have applied the statement or not
-                unsure = "" if self._answered(exc) else " (the reply was lost: it may or may not have been applied)"
-                raise BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}{unsure}") from None
+                raise self._failed(exc, "" if self._answered(exc) else
+                                   " (the reply was lost: it may or may not have been applied)") from None
             raise
         finally:
             self._solo_pool.release(conn, broken)
@@ -117,10 +117,14 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
             # an interrupt may have cut a reply short: the session is then out of step, never reused
             broken = not self._rollback(conn) or not isinstance(exc, Exception)
             if isinstance(exc, self.driver_errors):
-                raise BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}") from None
+                raise self._failed(exc) from None
             raise
         finally:
             self._pool.release(conn, broken)
+
+    def _failed(self, exc: BaseException, more: str = "") -> BackendError:
+        """A driver error as the one error callers see: the backend, where, the cause (never the password)."""
+        return BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}{more}")
 
     def run(self, cur: Any, query: str, /, **params: Any) -> Any:
         """Execute the named query with bound parameters; returns the cursor."""
