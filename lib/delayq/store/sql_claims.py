@@ -79,14 +79,14 @@ class ClaimsSql:
 
     def _lock_due(self, cur: Any, queue: str, now: float, limit: int) -> list[tuple]:
         rows: list[tuple] = []
-        bands = self._bands(cur, queue)
-        while len(rows) < limit:
-            priority, first_due = next(bands, (None, None))
-            if priority is None:
-                break
+        if limit <= 0:
+            return rows
+        for priority, first_due in self._bands(cur, queue):
             if first_due <= now:
                 rows += self.run(cur, "lock_due", queue=queue, priority=priority, now=now,
                                  limit=limit - len(rows)).fetchall()
+            if len(rows) >= limit:      # full: the next level is not even looked up
+                break
         return rows
 
     def _bands(self, cur: Any, queue: str) -> Iterator[tuple[int, float]]:
