@@ -287,6 +287,7 @@ def _failover_result(w: World, kind: str, producer: Producer, runners: Superviso
     runs, rows = w.executions(), w.rows()
     ordinary = [job for job in rows if job not in producer.once]
     resume = [_resume_seconds(w, at, queue) for at, queue, _ in kills]
+    lost = [job for job in rows if runs[job] == 0 and rows[job][1] != "failed"]
     result = {
         "topology": kind, "failovers": len(kills), "jobs": len(rows),
         "promoted_s": [p for _, _, p in kills], "resume_s": resume,
@@ -295,14 +296,13 @@ def _failover_result(w: World, kind: str, producer: Producer, runners: Superviso
         "lost_zadd_jobs_ran_within_s_of_the_kill": _late_ran_within(w, seen["late"]),
         "claims_lost_by_failover": seen["lost_claims"], "of_those_claimed_again_by_another_runner": seen["reclaimed"],
         "jobs_whose_claim_was_lost_ran_twice": sum(1 for job in seen["claimed"] if runs[job] > 1),
-        "lost": sum(1 for job in rows if runs[job] == 0 and rows[job][1] != "failed"),
+        "lost": len(lost),
         "at_most_once_ran_twice": sum(1 for job in producer.once if runs[job] > 1),
         "at_most_once_outcome_unknown": sum(1 for job in producer.once if rows.get(job, ("", ""))[1] == "failed"),
         "ordinary_ran_twice": sum(1 for job in ordinary if runs[job] > 1),
         "runner_exits": len(runners.exits), "runner_exit_lines": sorted({line for _, line in runners.exits})[:3],
         "enqueue_errors": len(producer.errors), "compensate_failures": len(compensator.failures),
     }
-    lost = [job for job in rows if runs[job] == 0 and rows[job][1] != "failed"]
     if lost:     # what the next one to look needs: where each lost job is stuck
         result["lost_jobs"] = _where_stuck(w, lost[:10])
     result["promises"] = {

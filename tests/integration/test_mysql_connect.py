@@ -31,67 +31,55 @@ def test_connections_share_one_unverified_preferred_tls_context():
         second.close()
 
 
-def _migrated_store() -> MySQLStore:
+@pytest.fixture
+def store():
+    """A migrated MySQLStore of its own prefix, closed and dropped after the test."""
     require("mysql")
-    store = MySQLStore(MYSQL_URL, new_prefix())
-    store.migrate(NOW)
-    return store
+    s = MySQLStore(MYSQL_URL, new_prefix())
+    s.migrate(NOW)
+    yield s
+    s.close()
+    drop_mysql(s.prefix)
 
 
-def test_an_insert_of_one_statement_commits_by_itself_without_a_commit_round_trip():
-    store = _migrated_store()
-    try:
-        one = store.insert_jobs([JobSpec(call="examples.shop:noop", args_json="{}", due_at=NOW)], NOW)
-        group = store.insert_jobs([JobSpec(call="examples.shop:noop", args_json="{}", due_at=NOW)] * 4, NOW)
-        assert [store.get(r.id).status for r in one + group] == ["pending"] * 5     # seen from another connection
-        with store.statement() as cur:         # the connection that wrote them: autocommit, no COMMIT ever sent
-            cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Com_commit', 'Com_insert', 'Com_insert_select')")
-            counts = {name: int(value) for name, value in cur.fetchall()}
-        inserts = 2 if store.returning else 1      # MySQL 8 (no RETURNING): several rows go in a transaction
-        assert counts["Com_commit"] == 0 and counts["Com_insert"] + counts["Com_insert_select"] == inserts, counts
-    finally:
-        store.close()
-        drop_mysql(store.prefix)
+def test_an_insert_of_one_statement_commits_by_itself_without_a_commit_round_trip(store):
+    one = store.insert_jobs([JobSpec(call="examples.shop:noop", args_json="{}", due_at=NOW)], NOW)
+    group = store.insert_jobs([JobSpec(call="examples.shop:noop", args_json="{}", due_at=NOW)] * 4, NOW)
+    assert [store.get(r.id).status for r in one + group] == ["pending"] * 5     # seen from another connection
+    with store.statement() as cur:         # the connection that wrote them: autocommit, no COMMIT ever sent
+        cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('Com_commit', 'Com_insert', 'Com_insert_select')")
+        counts = {name: int(value) for name, value in cur.fetchall()}
+    inserts = 2 if store.returning else 1      # MySQL 8 (no RETURNING): several rows go in a transaction
+    assert counts["Com_commit"] == 0 and counts["Com_insert"] + counts["Com_insert_select"] == inserts, counts
 
 
-def test_a_statement_cut_short_does_not_return_its_connection_to_the_pool():
-    store = _migrated_store()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with store.statement() as cur:
-                cur.execute("SELECT 1")
-                cut = cur.connection
-                raise KeyboardInterrupt       # e.g. between sending a statement and reading its reply
-        assert not cut.open
+def test_a_statement_cut_short_does_not_return_its_connection_to_the_pool(store):
+    with pytest.raises(KeyboardInterrupt):
         with store.statement() as cur:
-            assert cur.connection is not cut
-    finally:
-        store.close()
-        drop_mysql(store.prefix)
+            cur.execute("SELECT 1")
+            cut = cur.connection
+            raise KeyboardInterrupt       # e.g. between sending a statement and reading its reply
+    assert not cut.open
+    with store.statement() as cur:
+        assert cur.connection is not cut
 
 
-def test_a_transaction_cut_short_by_an_interrupt_does_not_return_its_connection_but_an_error_does():
-    store = _migrated_store()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with store.tx() as cur:
-                cur.execute("SELECT 1")
-                cut = cur.connection
-                raise KeyboardInterrupt       # a reply may be half read: the session is out of step
-        assert not cut.open
-        with pytest.raises(RuntimeError):
-            with store.tx() as cur:
-                kept = cur.connection
-                raise RuntimeError("the caller's own error: rolled back, the session is fine")
+def test_a_transaction_cut_short_by_an_interrupt_does_not_return_its_connection_but_an_error_does(store):
+    with pytest.raises(KeyboardInterrupt):
         with store.tx() as cur:
-            assert cur.connection is kept and kept.open
-    finally:
-        store.close()
-        drop_mysql(store.prefix)
+            cur.execute("SELECT 1")
+            cut = cur.connection
+            raise KeyboardInterrupt       # a reply may be half read: the session is out of step
+    assert not cut.open
+    with pytest.raises(RuntimeError):
+        with store.tx() as cur:
+            kept = cur.connection
+            raise RuntimeError("the caller's own error: rolled back, the session is fine")
+    with store.tx() as cur:
+        assert cur.connection is kept and kept.open
 
 
-def test_a_statement_whose_connection_is_lost_may_have_been_applied_and_says_so():
-    store = _migrated_store()
+def test_a_statement_whose_connection_is_lost_may_have_been_applied_and_says_so(store):
     killer = pymysql.connect(**_login())
     try:
         with store.statement() as cur:
@@ -121,8 +109,6 @@ def test_a_statement_whose_connection_is_lost_may_have_been_applied_and_says_so(
         assert "doesn't exist" in str(refused.value) and "may or may not" not in str(refused.value)
     finally:
         killer.close()
-        store.close()
-        drop_mysql(store.prefix)
 
 
 def _login() -> dict:
