@@ -320,20 +320,23 @@ def _arg_names(value: Any, args_text: str) -> tuple[str, ...]:
     return tuple(json.loads(args_text))
 
 
-_FITS: set = set()          # (callable, keyword names) already bound without error
-_FITS_MAX = 4096
-
-
 def bind(target: Any, args: Mapping[str, Any] | tuple[str, ...], call: str) -> None:
     """The keyword arguments (or just their names) must fit the callable (every step of a multi-step job), as a
     call would need. Whether they fit depends on the names alone: a fit is remembered for the next job."""
     names = tuple(args)
     try:
-        if (target, names) in _FITS:
-            return
-        checked = _cached_signatures(target)
+        _fits(target, names, call)
     except TypeError:     # an unhashable callable: read its signatures each time
-        checked = _signatures_of(target)
+        _check_fit(_signatures_of(target), names, call)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fits(target: Any, names: tuple[str, ...], call: str) -> None:
+    """bind() of a hashable callable: a fit is remembered; a refusal raises, and is not."""
+    _check_fit(_cached_signatures(target), names, call)
+
+
+def _check_fit(checked: tuple[tuple[str | None, inspect.Signature], ...], names: tuple[str, ...], call: str) -> None:
     kwargs = dict.fromkeys(names)
     for label, signature in checked:
         try:
@@ -341,12 +344,6 @@ def bind(target: Any, args: Mapping[str, Any] | tuple[str, ...], call: str) -> N
         except TypeError as exc:
             where = f"{call} step {label}" if label else call
             raise InvalidInput(f"args do not fit {where}{signature}: {exc}", "args") from None
-    try:
-        if len(_FITS) >= _FITS_MAX:
-            _FITS.clear()
-        _FITS.add((target, names))
-    except TypeError:
-        pass
 
 
 @functools.lru_cache(maxsize=1024)
