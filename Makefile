@@ -37,9 +37,11 @@ bench-quick: install    ## N=2000, one run, Huey and Dramatiq only, cron timing 
 	scripts/ensure_services.sh
 	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
-chaos: install          ## faults injected into real processes and servers; prints the figures (CHAOS_SCALE=short for CI's size)
+chaos: install          ## faults injected into real processes and servers, then the 30-minute fault check of at least 500 faults; prints the figures (CHAOS_SCALE=short for CI's size)
 	scripts/ensure_services.sh
-	$(PY) tests/chaos/chaos.py
+	@status=0; $(PY) tests/chaos/chaos.py || status=$$?; \
+	if [ "$$CHAOS_SCALE" = short ]; then form=--short; else form="--minutes 30 --min-faults 500"; fi; \
+	$(PY) tests/chaos/faultcheck.py $$form || status=$$?; exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo.db build dist lib/*.egg-info

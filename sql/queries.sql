@@ -105,7 +105,7 @@ WHERE id IN (:ids) AND status = 'pending'
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids: what running them needs.
 SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once,
-  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token
+  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo, started_at
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token
 
 -- name: select_claimed_packed
@@ -139,9 +139,9 @@ UPDATE {jobs} SET status = 'succeeded', finished_at = :now, updated_at = :now, l
 WHERE id IN (:ids) AND claim_token = :token
 
 -- name: finish_retry
--- Put a held job back to pending for its next attempt.
+-- Put a held job back to pending for its next attempt (:solo = 1: its later attempts run alone).
 UPDATE {jobs} SET status = 'pending', due_at = :due_at, last_error = :error, updated_at = :now, claim_token = NULL,
-  lease_until = NULL, crashes = crashes + :crashed
+  lease_until = NULL, crashes = crashes + :crashed, solo = CASE WHEN :solo = 1 THEN 1 ELSE solo END
 WHERE id = :id AND claim_token = :token
 
 -- name: finish_failed
@@ -165,10 +165,18 @@ WHERE id = :id AND claim_token = :token
 -- name: insert_attempts_json
 -- Append attempt rows given as one JSON array (:rows). (Per dialect: JSON_TABLE / json_each.)
 
--- name: insert_attempt
--- Append one attempt row (the audit trail), with the job's queue and the due time it was claimed at (if known).
-INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome, error, queue, due_at)
-VALUES (:id, :attempt, :started_at, :finished_at, :outcome, :error, :queue, :due_at)
+-- name: select_held
+-- The jobs a claim token still holds (running): what recovery needs when their holder died, manual steps included.
+SELECT j.id, j.queue, j.ext, j.callable, j.args, j.attempts, j.max_attempts, j.ladder, j.due_at, j.deadline,
+  j.priority, j.at_most_once, j.lease_until, j.lease_seconds, j.timeout_seconds, j.crashes, j.on_timeout,
+  j.claim_token, j.solo, j.started_at,
+  (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running
+FROM {jobs} j WHERE j.status = 'running' AND j.claim_token = :token ORDER BY j.id
+
+-- name: hand_off
+-- A running job passes from one claim token to another (a worker hands it to a process of its own).
+UPDATE {jobs} SET claim_token = :new_token, updated_at = :now
+WHERE id = :id AND claim_token = :token AND status = 'running'
 
 -- name: begin_job
 -- Mark an at-most-once job as begun, only while its claim still holds and its lease has not run out.
@@ -230,24 +238,18 @@ WHERE job_id IN (:ids) AND status IN ('failed', 'running') AND (:step IS NULL OR
 
 -- name: expired_leases
 -- Running jobs whose lease ran out: their runner died, hung or lost its connection.
-SELECT j.id, j.queue, j.priority, j.claim_token, j.attempts, j.max_attempts, j.at_most_once, j.started_at, j.crashes,
+SELECT j.id, j.queue, j.ext, j.callable, j.args, j.attempts, j.max_attempts, j.ladder, j.due_at, j.deadline,
+  j.priority, j.at_most_once, j.lease_until, j.lease_seconds, j.timeout_seconds, j.crashes, j.on_timeout,
+  j.claim_token, j.solo, j.started_at,
   (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running
 FROM {jobs} j WHERE j.status = 'running' AND j.lease_until < :now ORDER BY j.lease_until LIMIT :limit
 
--- name: recover_pending
--- Put an interrupted job back to pending (if its claim is still the one we saw).
-UPDATE {jobs} SET status = 'pending', due_at = :due_at, attempts = attempts - :uncount, crashes = crashes + :crashed,
-  last_error = :error, updated_at = :now, claim_token = NULL, lease_until = NULL
-WHERE id = :id AND claim_token = :token AND status = 'running'
-
--- name: recover_failed
--- Fail an interrupted job that must not be re-run by a machine, or has no attempts left.
-UPDATE {jobs} SET status = 'failed', finished_at = :now, last_error = :error, crashes = crashes + :crashed,
-  updated_at = :now, claim_token = NULL, lease_until = NULL, unique_live = NULL, alert_pending = 1
-WHERE id = :id AND claim_token = :token AND status = 'running'
-
 -- name: pending_page
 -- One page of pending jobs packed into one JSON array, for the index rebuild. (Per dialect: JSON aggregation.)
+
+-- name: pending_entries
+-- Of some ids, the jobs still pending, as due-index entries (in-flight ids whose claimer died before its update).
+SELECT id, queue, due_at, priority FROM {jobs} WHERE id IN (:ids) AND status = 'pending'
 
 -- name: outbox_page
 -- Jobs written inside an application's transaction whose due-index entry is still to be added.

@@ -6,9 +6,15 @@ Settings (the environment wins over .env):
   DELAYQ_APP_PATH         directories where the scripts find the application's job modules, after the
                           installed packages (os.pathsep-separated; default: the working directory)
   DELAYQ_REDIS_URL        redis://host:6379/0, redis+sentinel://:pw@host1:26379,host2:26379/mymaster/0 or
-                          redis+cluster://:pw@host1:7000,host2:7001 (rediss... for TLS); unset = due index in the database
+                          redis+cluster://:pw@host1:7000,host2:7001 (rediss... for TLS); unset = due index in the database.
+                          Query options: client_name, socket_keepalive, health_check_interval (not on a cluster), db
+                          (one server), sentinel_password, sentinel_username (Sentinel); over TLS ssl_ca_certs,
+                          ssl_ca_path, ssl_cert_reqs, ssl_check_hostname, ssl_certfile, ssl_keyfile. Any other
+                          option (decode_responses, socket_timeout, ssl=true...) is refused with the reason.
   DELAYQ_REDIS_FAILOVER_WAIT  seconds a Redis call keeps retrying through a failover (default 30 for Sentinel and
-                          Cluster, 0 for one server); size it to a few node timeouts
+                          Cluster, 0 for one server); size it to a few node timeouts. One bound for the whole call:
+                          its first attempt, every retry and every wait in them end within the larger of this and
+                          DELAYQ_REDIS_TIMEOUT of its start
   DELAYQ_ALLOWED_MODULES  comma-separated module prefixes a job may name
   DELAYQ_PREFIX           table and key prefix (default "delayq")
   DELAYQ_LEASE            seconds after which the jobs of a runner that died count as lost (default 300; a live
@@ -16,8 +22,10 @@ Settings (the environment wins over .env):
   DELAYQ_TIMEOUT          seconds an attempt may run before it is stopped and counted as failed (default 30)
   DELAYQ_CONCURRENCY      jobs a runner process runs at once (default 16)
   DELAYQ_HEARTBEAT        seconds between a runner's heartbeats (default 5; three missed: it counts as stopped)
-  DELAYQ_DB_TIMEOUT       seconds any one wait on MySQL may take: connecting, sending, each answer (default 20)
-  DELAYQ_REDIS_TIMEOUT    seconds any one wait on Redis may take: connecting, each command (default 10)
+  DELAYQ_DB_TIMEOUT       seconds one MySQL operation may take in all: a transaction or a statement, with its
+                          connect, every statement, each answer and the COMMIT (default 20)
+  DELAYQ_REDIS_TIMEOUT    seconds one Redis call may take in all: connecting, the handshake, each command and
+                          reply, redis-py's own retries (default 10; Sentinel and Cluster: see FAILOVER_WAIT)
   DELAYQ_QUEUES           per-queue defaults as JSON, e.g. {"sms": {"ladder": "15,30,60", "max_attempts": 4},
                           "report": {"lease": 3600}}; keys: ladder, max_attempts, lease, timeout, priority, concurrency
   DELAYQ_EVENT_MODULES    modules whose @delayq.on handlers emit() may create jobs for (under the allowed modules)
@@ -40,7 +48,7 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from .errors import ConfigError, shown
 
@@ -48,15 +56,15 @@ DEFAULT_DATABASE_URL = "sqlite:///delayq.db"
 PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 # A host is an IP literal or an ASCII DNS name: anything else fails inside the drivers (IDNA, NUL) as a bug would.
 HOST_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$")
-# Every wait on a server is bounded (docs/RELIABILITY.md, "Hostile input and hostile neighbours"). A paused
-# MySQL then ends a script after about DB_TIMEOUT s, a paused Redis after about REDIS_TIMEOUT s: both well
-# inside the cron minute, while a legitimate statement (a stats scan, a purge page) has 20 s to answer.
+# Every wait on a server is bounded, and so is each operation as a whole, its retries included (docs/RELIABILITY.md,
+# "Every wait has a bound"). A paused MySQL then ends a script after about DB_TIMEOUT s, a paused Redis after
+# about REDIS_TIMEOUT s: both well inside the cron minute, while a legitimate transaction (a stats scan, a purge
+# page) has 20 s to finish.
 DEFAULT_DB_TIMEOUT = 20.0
 DEFAULT_REDIS_TIMEOUT = 10.0
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 TIMEOUT_RANGE = (1.0, 3600.0)
 LEASE_RANGE = (1.0, 7 * 86400.0)
-REDIS_URL_TIMEOUTS = ("socket_timeout", "socket_connect_timeout")
 
 
 @dataclass(frozen=True)
@@ -230,31 +238,30 @@ def _valid_host(host: str) -> bool:
 def check_redis_url(url: str) -> None:
     """One server, a Sentinel set or a Cluster (index/redis_client.py), or a ConfigError naming the form and host.
 
-    A single server's URL is also read the way redis-py reads it (its query options), without connecting,
-    and may not set its own timeouts (DELAYQ_REDIS_TIMEOUT is the one bound).
+    A single server's URL is first read the way redis-py reads it, without connecting; then every form's query
+    options are checked (redis_client.parse): each is one delayq takes, with a value that works, or it is refused
+    (its own timeouts among them: DELAYQ_REDIS_TIMEOUT is the one bound).
     """
     from .index.redis_client import RedisUrlError, parse
 
+    if isinstance(url, str) and url.partition("://")[0] in ("redis", "rediss", "unix"):
+        _check_redis_py_reads(url)
     try:
         parse(url)
     except RedisUrlError as exc:
         raise ConfigError(f"DELAYQ_REDIS_URL {exc}") from None
-    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-        return
+
+
+def _check_redis_py_reads(url: str) -> None:
     example = "redis://host:6379/0"
     check_url(url, "DELAYQ_REDIS_URL", ("redis", "rediss", "unix"), example)
     import redis
 
     try:
-        options = redis.connection.parse_url(url)
-        redis.ConnectionPool.from_url(url)
+        redis.ConnectionPool.from_url(url)         # parses the URL, then checks the pool's own options
     except (ValueError, TypeError, redis.RedisError) as exc:
         raise ConfigError(f"DELAYQ_REDIS_URL {redact(url)!r} is not a URL redis-py can use "
                           f"({str(exc)[:100]}): use {example}") from None
-    timeouts = sorted(set(options) & set(REDIS_URL_TIMEOUTS))
-    if timeouts:
-        raise ConfigError(f"DELAYQ_REDIS_URL sets {', '.join(timeouts)}: set DELAYQ_REDIS_TIMEOUT instead "
-                          "(one bound for connecting and for each command)")
 
 
 def check_database_url(url: str) -> None:
@@ -266,12 +273,16 @@ def check_database_url(url: str) -> None:
 
 
 def redact(url: str) -> str:
-    """The URL with its password replaced by ***, safe for any message or log."""
+    """The URL with its password and its query's values replaced by ***, safe for any message or log (a Redis
+    URL's query may hold a password: sentinel_password, or redis-py's own password=)."""
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
         return "<unparseable URL>"
+    if parts.query:
+        parts = parts._replace(query="&".join(f"{name}=***" for name, _ in parse_qsl(parts.query, True)))
+        url = parts.geturl()
     if password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)[1]

@@ -17,6 +17,8 @@ PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "pending", "running", "succeede
 TIMED_OUT = "timed_out"     # the deadline ended it (polling that never got its answer): not a failure
 STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
 FINAL = (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
+ISOLATED = "w"              # the first letter of the claim tokens of worker and solo processes, which run nothing
+                            # but jobs: when such a lease runs out, its whole runner vanished, and no job is to blame
 MAX_PRIORITY = 1000         # priorities run from -MAX_PRIORITY to MAX_PRIORITY; higher is claimed first
 
 
@@ -62,7 +64,9 @@ class Job:
     lease_until: float | None = None
     lease: float | None = None
     timeout: float | None = None
-    crashes: int = 0
+    crashes: int = 0                    # times it ended the process running it (a poison pill at 3)
+    solo: bool = False                  # runs alone in a process of its own (at-most-once, or a suspect of a crash)
+    manual_running: int = 0             # manual steps marked running (read back by recovery only)
     token: str | None = None            # the claim that holds it, while running
     on_timeout: str | None = None
     event: str | None = None
@@ -116,8 +120,9 @@ class Outcome:
     followup: JobSpec | None = None   # the on_timeout handler's job, inserted with this outcome
     interrupted: bool = False      # stopped from outside (time limit, a dead worker, shutdown): its running steps
                                    # go back to pending (auto) or fail as outcome unknown (manual)
-    crashed: bool = False          # its worker process died while it ran alone: counted (a poison pill at 3)
+    crashed: bool = False          # it ended its process: counted (a poison pill at 3)
     ended_by_deadline: bool = False
+    solo: bool = False             # from now on it runs alone: its process died under it with others
 
     @property
     def attempt_outcome(self) -> str:

@@ -148,17 +148,20 @@ class Manager:
         return result
 
     # -- claim, run, finish (the runner) --------------------------------------
-    def claim(self, queues: list[str], limit: int) -> list[Job]:
-        """Claim up to `limit` due jobs of `queues` not paused, marked running under one new token (each job carries it).
+    def claim(self, queues: list[str], limit: int, token: str | None = None) -> list[Job]:
+        """Claim up to `limit` due jobs of `queues` not paused, marked running under `token` (each job carries it;
+        a worker claims under one token all its life, so whatever ends it, its rows are found by it; default:
+        a new token).
 
         The start of a pass: the clock reads its server here (once per pass, at most once a second)."""
         now = self.clock.sync()
         active = self.active(queues, now)
-        return self.index.claim(active, now, limit, secrets.token_hex(16), self.lease) if active else []
+        return self.index.claim(active, now, limit, token or secrets.token_hex(16), self.lease) if active else []
 
-    def finish(self, outcomes: list[Outcome]) -> set[int]:
-        """Commit outcomes, then update the index for the jobs whose claim still held; returns those ids."""
-        held, handlers = self.store.finish(outcomes, self.clock.now())
+    def finish(self, outcomes: list[Outcome], witnessed: bool = True) -> set[int]:
+        """Commit outcomes, then update the index for the jobs whose claim still held; returns those ids.
+        witnessed=False (recovery): attempt rows only for those (a run is recorded once, by whoever recovers it)."""
+        held, handlers = self.store.finish(outcomes, self.clock.now(), witnessed)
         self.index.add(handlers)     # on_timeout jobs, committed with the outcomes
         mine = [o for o in outcomes if o.job.id in held]
         self.index.reschedule([(o.job.id, o.job.queue, o.due_at, o.job.priority) for o in mine if o.status == PENDING])
@@ -171,11 +174,26 @@ class Manager:
 
     def unclaim(self, jobs: list[Job]) -> int:
         """Jobs claimed but never started (a runner stopping) back to pending at once; returns how many."""
+        return len(self.unclaimed(jobs))
+
+    def unclaimed(self, jobs: list[Job]) -> list[Job]:
+        """The same, returning the jobs whose claim still held (now pending at their due time again)."""
         if not jobs:
-            return 0
+            return []
         back = self.store.unclaim(jobs, self.clock.now())
         self.index.reschedule([(j.id, j.queue, j.due_at, j.priority) for j in back])
-        return len(back)
+        return back
+
+    def held(self, token: str) -> list[Job]:
+        """The running jobs a claim token still holds (its holder died: recovery reads them)."""
+        return self.store.held(token)
+
+    def hand_off(self, job: Job, token: str) -> Job | None:
+        """A claimed job passes to a new claim token (a worker hands it to a process of its own); None if the
+        job's own token no longer holds it."""
+        if not self.store.hand_off(job.id, job.token or "", token, self.clock.now()):
+            return None
+        return replace(job, token=token)
 
     def next_due(self, queues: list[str]) -> float | None:
         """The earliest due time among `queues` not paused (a runner sleeps until then)."""
@@ -333,9 +351,17 @@ class Manager:
         self.store.mark_alerted([job["id"] for job in jobs], self.clock.now())
         return len(jobs)
 
-    def recover_expired(self) -> list:
+    def recover_expired(self) -> list[recovery.Recovered]:
         """Jobs of vanished runners (lease run out) run again or fail as "outcome unknown"."""
-        return recovery.recover_expired(self.store, self.index, self.clock)
+        return recovery.recover_expired(self)
+
+    def requeue_stranded(self) -> int:
+        """In-flight ids of claims cut short between their two steps, due again now (each compensate run)."""
+        return recovery.requeue_stranded(self.store, self.index, self.clock.now())
+
+    def requeue_claims(self, token: str) -> int:
+        """Ids a dead claimer (`token`) left in flight with their rows still pending, due again now."""
+        return recovery.requeue_claims(self.store, self.index, token)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> recovery.Reconciled:
         """The due index made to match the rows (a no-op for the in-database index)."""

@@ -1,28 +1,59 @@
-"""Crash recovery (bin/compensate.py): expired leases, and the due index rebuilt from the database.
+"""Recovery: the jobs of a process that died, and the due index rebuilt from the rows (bin/compensate.py).
 
-Safe to run from several hosts at once: every change is conditional on what was
-read (the claim token for a job, the score for an index member), so two runs
-never both apply a decision.
+One path for every death, whoever died (a job's worker process, the runner, the host). Its jobs
+are the rows still running under its claim token; each gets a Result saying what is known of
+its run, and that Result is written as any outcome is (Manager.finish: conditional on the
+token, with its attempt row), or the job is handed back unstarted (Manager.unclaim):
+
+  never began (claimed, not started; an at-most-once job whose begin never committed)
+      -> pending again at once, the claim not counted, no attempt row (nothing ran)
+  ended, its outcome not committed yet      -> that outcome (a success stays a success)
+  running when its process died             -> interrupted: runs again at once, not a failure;
+      crashed (it killed its process: counted, a poison pill at 3); timed out (past its limit);
+      an at-most-once job that began -> failed, "outcome unknown" (never run twice by a machine)
+
+A live supervisor knows which of these each job is (its worker's ledger: runner/postmortem.py)
+and recovers at once. Compensate knows nothing (the runner vanished: its leases ran out) and
+treats every job of an expired lease as running, except an at-most-once job that never began.
+Every change is conditional on the claim token read, so two recoveries never both apply.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .clock import Clock
+from .errors import DelayqError
 from .index import DueIndex, RebuildableIndex
-from .jobs import FAILED, PENDING, RUNNING
-from .store.base import Expired, MaintenanceStore, Recovery
+from .jobs import FAILED, ISOLATED, PENDING, RUNNING, Job, Outcome
+from .runner.decide import INTERRUPTED, VANISHED, outcome
+from .runner.execute import Result
+from .store.base import MaintenanceStore
+
+if TYPE_CHECKING:
+    from .manager import Manager
 
 log = logging.getLogger(__name__)
-UNKNOWN = "interrupted, outcome unknown: check by hand, then delayq retry"
-POISON = "killed its runner"
-MAX_CRASHES = 3          # a job running when its runner died this many times is a poison pill: failed, alerted
+LEASE_RAN_OUT = "interrupted: lease ran out (its runner was killed, hung or cut off)"
 PAGE = 5000
+
+Judge = Callable[[Job], "Result | None"]        # what is known of one job's run; None: it never began
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """One job recovered: what became of it."""
+
+    id: int
+    queue: str
+    status: str                  # pending (runs again) or a final status
+    error: str | None
+    kind: str | None = None      # what was known of its run (runner.execute / runner.decide kinds); None: never began
 
 
 @dataclass
@@ -32,39 +63,99 @@ class Reconciled:
     scanned: int = 0       # pending rows read
 
 
-def decide(e: Expired, now: float) -> Recovery:
-    """What becomes of a job whose runner vanished: run again, or fail without re-running."""
-    def recovery(status: str, error: str, counts: bool = True, crashed: bool = False) -> Recovery:
-        return Recovery(e.id, e.queue, e.priority, e.token, status, now if status == PENDING else None, error,
-                        counts, e.attempts, e.started_at if counts else None, crashed)
-
-    if e.manual_running or (e.at_most_once and e.started_at is not None):
-        return recovery(FAILED, UNKNOWN, crashed=True)
-    if e.at_most_once:   # claimed but never begun: nothing ran, so it may run; the claim does not count
-        return recovery(PENDING, "claimed but not begun before the lease ran out", counts=False)
-    if e.crashes + 1 >= MAX_CRASHES:
-        return recovery(FAILED, f"{POISON}: its runner died while running it {e.crashes + 1} times", crashed=True)
-    if e.attempts >= e.max_attempts:
-        return recovery(FAILED, "interrupted (lease ran out) with no attempts left", crashed=True)
-    return recovery(PENDING, "interrupted: lease ran out (runner killed or hung)", crashed=True)
+def by_lease(now: float) -> Judge:
+    """Nothing is known of a job whose lease ran out: it was running (it may have been), unless it is an
+    at-most-once job whose begin never committed. Held by a worker process (its token starts with ISOLATED), its
+    runner's death was nobody's doing: interrupted, it runs again. Held by a runner that ran jobs in its own
+    process (`--processes 0`) or by a pull consumer, it may have killed its runner: counted as such (a poison pill
+    at 3; no attempts left: failed)."""
+    def judge(job: Job) -> Result | None:
+        if job.at_most_once and job.started_at is None:
+            return None
+        kind = INTERRUPTED if (job.token or "").startswith(ISOLATED) else VANISHED
+        return Result(job.id, kind, job.started_at or now, now, error=LEASE_RAN_OUT)
+    return judge
 
 
-def recover_expired(store: MaintenanceStore, index: DueIndex, clock: Clock, batch: int = 500) -> list[Recovery]:
-    """Recover every running job whose lease ran out; the index follows the committed rows."""
-    done: list[Recovery] = []
+def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Job], bool] = lambda job: False,
+           rng: random.Random | None = None) -> list[Recovered]:
+    """Write what each job of a dead holder comes to: an outcome (with its attempt row), or handed back unstarted.
+
+    `solo`: jobs to run alone in a process of their own from now on (their process died under them together
+    with others, and nobody knows which one killed it). Returns what was applied (a job taken over meanwhile by
+    another recovery is left out)."""
+    outcomes: list[Outcome] = []
+    unstarted: list[Job] = []
+    kinds: dict[int, str] = {}
+    for job in jobs:
+        result = judge(job)
+        if result is None:
+            unstarted.append(job)
+            continue
+        kinds[job.id] = result.kind
+        done = outcome(job, result, rng)
+        done.solo = solo(job)
+        if done.ended_by_deadline and job.on_timeout:
+            try:
+                done.followup = manager.timeout_handler(job, done.finished_at)
+            except DelayqError as exc:
+                log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
+        outcomes.append(done)
+    held = manager.finish(outcomes, witnessed=False) if outcomes else set()
+    back = manager.unclaimed(unstarted) if unstarted else []
+    done_list = [Recovered(o.job.id, o.job.queue, o.status, o.error, kinds[o.job.id]) for o in outcomes
+                 if o.job.id in held]
+    done_list += [Recovered(job.id, job.queue, PENDING, None) for job in back]
+    for r in done_list:
+        level = logging.WARNING if r.status == FAILED else logging.INFO
+        fields = {"job": r.id, "queue": r.queue, "recovered": r.status, "reason": r.error or "never began"}
+        log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})
+    return done_list
+
+
+def recover_expired(manager: "Manager", batch: int = 500) -> list[Recovered]:
+    """Recover every running job whose lease ran out (its runner vanished); the index follows the committed rows."""
+    done: list[Recovered] = []
     while True:
-        now = clock.now()
-        found = store.expired(now, batch)
-        applied = store.recover([decide(e, now) for e in found], now)
-        index.reschedule([(r.id, r.queue, r.due_at, r.priority) for r in applied if r.status == PENDING])
-        index.release([(r.id, r.queue) for r in applied if r.status != PENDING])
-        for r in applied:
-            level = logging.WARNING if r.status == FAILED else logging.INFO
-            fields = {"job": r.id, "queue": r.queue, "recovered": r.status, "reason": r.error}
-            log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})
-        done.extend(applied)
+        now = manager.clock.now()
+        found = manager.store.expired(now, batch)
+        done += settle(manager, found, by_lease(now))
         if len(found) < batch:
             return done
+
+
+def requeue_stranded(store: MaintenanceStore, index: DueIndex, now: float) -> int:
+    """In-flight ids whose claimer died between its claim and its rows' update (the rows still pending, the claim's
+    hint run out) are due again now; in-flight ids of finished jobs go. Cheap (a range read per queue), so
+    compensate does it on every run: a stranded job waits one compensate, never a full rebuild's interval."""
+    if not isinstance(index, RebuildableIndex):
+        return 0
+    moved = 0
+    for queue, members in index.stranded(now):
+        statuses = store.statuses([job for job, _ in members])
+        pending = [job for job, _ in members if statuses.get(job) == PENDING]
+        if pending:
+            moved += index.restore(store.pending_entries(pending), now)
+        stale = [(job, raw) for job, raw in members if statuses.get(job) not in (PENDING, RUNNING)]
+        if stale:
+            index.drop_unchanged(queue, "inflight", stale)
+    return moved
+
+
+def requeue_claims(store: MaintenanceStore, index: DueIndex, token: str) -> int:
+    """A claimer that just died (its token known) may have moved ids in flight without moving their rows to
+    running: those still pending are due again at once, not when their claim's hint runs out."""
+    if not isinstance(index, RebuildableIndex):
+        return 0
+    moved = 0
+    for queue, ids in index.claimed_by(token):
+        statuses = store.statuses(ids)
+        entries = store.pending_entries([job for job in ids if statuses.get(job) == PENDING])
+        if entries:
+            index.add(entries)
+            index.release([(job, queue) for job, _, _, _ in entries])
+            moved += len(entries)
+    return moved
 
 
 def reconcile(store: MaintenanceStore, index: DueIndex, clock: Clock,

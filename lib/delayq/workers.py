@@ -15,6 +15,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -85,29 +86,43 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._beaten = False
+        self._next = float("inf")
 
-    def start(self, at_once: bool = True) -> "Heartbeat":
+    def start(self, at_once: bool = True, thread: bool = True) -> "Heartbeat":
         """Beat in the background; at_once: write the first beat now (errors raise: a runner that cannot beat
         should know). Without it (a one-shot pass, a loop.sh tick) the first beat comes after `every`
-        seconds, so only a pass that runs that long (a slow job) shows up, not every tick."""
+        seconds, so only a pass that runs that long (a slow job) shows up, not every tick.
+        thread=False: no thread of its own; the caller calls tick() often (a supervisor that forks stays
+        single-threaded)."""
+        self._next = time.monotonic() + self.every
         if at_once:
             self.manager.forget_workers()
             self.beat()
-        self._thread = threading.Thread(target=self._loop, name="delayq-heartbeat", daemon=True)
-        self._thread.start()
+        if thread:
+            self._thread = threading.Thread(target=self._loop, name="delayq-heartbeat", daemon=True)
+            self._thread.start()
         return self
+
+    def tick(self) -> None:
+        """Beat if `every` seconds went by since the last beat; a failed beat raises (the caller, a supervisor,
+        fails with it: its database does not answer)."""
+        if time.monotonic() < self._next or self._stop.is_set():
+            return
+        self._next = time.monotonic() + self.every
+        self.beat()
 
     def beat(self) -> None:
         running = list(self.running())
         self.manager.heartbeat(self.row, running[:MAX_RUNNING])
         self._beaten = True
 
-    def stop(self) -> None:
-        """Stop beating and mark the row stopped (a warning, not an error, if the database is away)."""
+    def stop(self, mark: bool = True) -> None:
+        """Stop beating and mark the row stopped (a warning, not an error, if the database is away). mark=False:
+        leave the row to read as lost once its beats stop (a runner failing because its database is away)."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and mark:
             self._thread.join(timeout=self.every + 10)
-        if not self._beaten:
+        if not self._beaten or not mark:
             return
         try:
             self.manager.worker_stopped(self.id)

@@ -170,7 +170,10 @@ def test_a_job_that_kills_its_process_fails_after_three_times_and_takes_nothing_
     assert runs.pop("die") == 3 and set(runs.values()) == {1}        # the eight others ran once each
 
 
-def test_a_killed_worker_with_several_jobs_running_finds_its_culprit(world, tmp_path):
+def test_a_job_that_ends_its_worker_beside_others_is_named_at_once_and_alone_blamed(world, tmp_path):
+    """os._exit names its job in the ledger: the job is blamed at its first crash (no guessing among the eight
+    running beside it), runs alone from then on, and fails at its third; the eight were interrupted, not blamed:
+    they ran again (their interrupted attempt recorded) and succeeded, each crash count 0."""
     log = tmp_path / "effects.log"
     jobs = [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.3, "tag": f"s{i}"}} for i in range(8)]
     jobs.append({"call": "examples.shop:die", "args": {"path": str(log)}, "ladder": "0", "max_attempts": 10})
@@ -180,8 +183,10 @@ def test_a_killed_worker_with_several_jobs_running_finds_its_culprit(world, tmp_
     rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, crashes FROM {jobs}")}
     assert rows.pop(ids[8]) == ("failed", 3) and {r for r in rows.values()} == {("succeeded", 0)}
     runs = Counter(tag for tag, *_ in lines(log))
-    # the first death, with eight bystanders running, names no one; quarantine then finds the culprit 3 times
-    assert runs.pop("die") == 4 and runs == Counter({f"s{i}": 1 for i in range(8)})
+    assert runs.pop("die") == 3 and runs == Counter({f"s{i}": 1 for i in range(8)})   # span logs when it returns
+    outcomes = {job: [a for (a,) in world.sql("SELECT outcome FROM {attempts} WHERE job_id = ? ORDER BY attempt", job)]
+                for job in ids[:8]}
+    assert set(map(tuple, outcomes.values())) == {("interrupted", "succeeded")}
 
 
 def test_system_exit_in_a_job_fails_that_job_only(world, tmp_path):

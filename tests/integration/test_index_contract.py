@@ -167,15 +167,16 @@ def test_a_runner_of_many_queues_claims_from_each_once(world):
 
 
 def test_a_claim_repeated_under_its_token_takes_nothing_more(kept_apart):
-    """A claim whose reply a failover lost is retried under the same token: it returns what the first took."""
+    """A claim whose reply a failover lost is retried under the same record: it returns what the first took (a worker
+    claims under one token all its life; each claim has a record of its own)."""
     store, index = kept_apart
     add(store, index, 6)
     first = index.claim_lua("default", NOW, 3, repr(NOW + 300), "lost-reply")
     assert len(first) == 3
     assert index.claim_lua("default", NOW, 3, repr(NOW + 300), "lost-reply") == first
-    again = claim(index, limit=3, token="lost-reply")              # the whole claim, rows started once
+    again = index.claim(["default"], NOW, 3, "worker", 300.0, record="lost-reply")   # the whole claim, rows started once
     assert [j.id for j in again] == first and {store.get(j).attempts for j in first} == {1}
-    assert len(claim(index, limit=10)) == 3                         # a new token: the other three
+    assert len(index.claim(["default"], NOW, 10, "worker", 300.0)) == 3          # a new claim: the other three
 
 
 def test_every_queue_is_counted_and_scanned_on_every_node(kept_apart):

@@ -13,7 +13,6 @@ import pytest
 from delayq.errors import BackendError
 from delayq.jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.search import JobFilter
-from delayq.store import Recovery
 from delayq.store.queries import Queries, load
 from tests.conftest import drop_mysql, mysql8_store, new_prefix, require
 
@@ -131,10 +130,13 @@ def _steps_and_recovery(store) -> None:
     assert store.begin_step(job.id, "notify", "t4", NOW)
     [plain] = store.start([store.insert_jobs([spec(queue="s")], NOW)[0].id], "t5", NOW, 60)
     expired = {e.id: e for e in store.expired(NOW + 1000, 10)}
-    assert {job.id, plain.id} <= set(expired)
-    decisions = [Recovery(job.id, "s", 0, "t4", FAILED, None, "unknown", True, 1, NOW, True),
-                 Recovery(plain.id, "s", 0, "t5", PENDING, NOW + 1000, "interrupted", True, 1, NOW, True)]
-    assert len(store.recover(decisions, NOW + 1000)) == 2
+    assert {job.id, plain.id} <= set(expired) and expired[job.id].manual_running == 1
+    assert [j.id for j in store.held("t5")] == [plain.id] and store.hand_off(plain.id, "t5", "t6", NOW)
+    lost = [Outcome(expired[job.id], FAILED, NOW, NOW + 1000, "unknown", interrupted=True, label="interrupted"),
+            Outcome(replace(expired[plain.id], token="t6"), PENDING, NOW, NOW + 1000, "interrupted", NOW + 1000,
+                    interrupted=True, solo=True)]
+    assert store.finish(lost, NOW + 1000, witnessed=False)[0] == {job.id, plain.id}
+    assert store.pending_entries([job.id, plain.id]) == [(plain.id, "s", NOW + 1000, 0)]
     assert [s.status for s in store.steps(job.id)] == [FAILED, PENDING]
     assert store.step_names(job.id) == ["charge", "notify"]
     assert [c[0] for c in store.retry_ids([job.id], NOW + 1000, NOW + 1000, True, "charge").changed] == [job.id]

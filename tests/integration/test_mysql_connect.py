@@ -1,6 +1,7 @@
 """Connecting to MySQL/MariaDB: the default (PREFERRED) TLS mode builds its context once per process; an insert of
 one statement runs on a connection that commits each statement (one round trip, not two); a connection cut short
-is never reused, and a statement whose reply was lost says it may or may not have been applied."""
+is never reused, and a statement whose reply was lost says it may or may not have been applied; DELAYQ_DB_TIMEOUT
+bounds a whole transaction or statement, not each of its waits (issue 21, invariant 6)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,26 @@ def test_a_statement_whose_connection_is_lost_may_have_been_applied_and_says_so(
         assert "doesn't exist" in str(refused.value) and "may or may not" not in str(refused.value)
     finally:
         killer.close()
+
+
+def test_a_transaction_or_a_statement_has_one_bound_in_all_not_one_per_wait():
+    """Three answers of 0.6 s are each within a 1 s DELAYQ_DB_TIMEOUT; the transaction holding them is not, and
+    ends at the bound (a statement() the same). The next operation connects afresh and works."""
+    require("mysql")
+    store = MySQLStore(MYSQL_URL, new_prefix(), timeout=1.0)
+    try:
+        for operation in (store.tx, store.statement):
+            started = time.monotonic()
+            with pytest.raises(BackendError, match=r"failed: timed out after 1 s \(DELAYQ_DB_TIMEOUT\)"):
+                with operation() as cur:
+                    for _ in range(3):
+                        cur.execute("SELECT SLEEP(0.6)")
+            assert 1.0 <= time.monotonic() - started < 1.5
+            with operation() as cur:
+                cur.execute("SELECT 1")
+                assert cur.fetchone() == (1,)
+    finally:
+        store.close()
 
 
 def _login() -> dict:

@@ -15,7 +15,7 @@ import pytest
 
 from delayq.errors import SchemaError
 from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
-from delayq.store import Recovery, open_store
+from delayq.store import open_store
 from delayq.store.queries import latest_version
 from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, require
 
@@ -226,18 +226,31 @@ def test_steps_are_declared_once_and_a_manual_step_begins_once(store):
 
 
 # -- MaintenanceStore ---------------------------------------------------------------------
-def test_expired_leases_are_recovered_once(store):
+def test_expired_leases_give_what_recovery_needs_and_are_recovered_once(store):
     [job] = started(store)
+    store.ensure_steps(job.id, [("charge", "manual")], NOW)
+    assert store.begin_step(job.id, "charge", "tok", NOW)
     assert store.expired(NOW + 10, 10) == []
     [e] = store.expired(NOW + 301, 10)
-    assert (e.id, e.token, e.crashes) == (job.id, "tok", 0)
-    decision = Recovery(e.id, e.queue, e.priority, e.token, PENDING, NOW + 301, "lost", True, e.attempts,
-                        e.started_at, crashed=True)
-    assert store.recover([decision], NOW + 301) == [decision]
-    assert store.recover([decision], NOW + 301) == []             # the token moved on: applied once
+    assert (e.id, e.token, e.crashes, e.started_at, e.manual_running, e.solo) == (job.id, "tok", 0, NOW, 1, 0)
+    lost = Outcome(e, PENDING, NOW, NOW + 301, "lost", due_at=NOW + 301, interrupted=True, solo=True,
+                   label="interrupted")
+    assert store.finish([lost], NOW + 301, witnessed=False)[0] == {job.id}
+    assert store.finish([lost], NOW + 301, witnessed=False)[0] == set()   # the token moved on: applied once
     stored = store.get(job.id)
-    assert (stored.status, stored.crashes) == (PENDING, 1)
-    assert [a.outcome for a in store.attempts(job.id)] == ["interrupted"]
+    assert (stored.status, stored.crashes, stored.solo) == (PENDING, 0, 1)
+    assert [a.outcome for a in store.attempts(job.id)] == ["interrupted"]     # recorded once, by the one that won
+    assert [s.status for s in store.steps(job.id)] == [FAILED]           # a manual step is never run again
+
+
+def test_a_dead_holder_s_jobs_are_found_by_its_token_and_can_be_handed_on(store):
+    [a, b] = started(store, 2)
+    assert {j.id for j in store.held("tok")} == {a.id, b.id}
+    assert store.hand_off(a.id, "tok", "solo", NOW) and not store.hand_off(a.id, "tok", "solo2", NOW)
+    assert [j.id for j in store.held("tok")] == [b.id] and [j.id for j in store.held("solo")] == [a.id]
+    assert store.pending_entries([a.id, b.id]) == []
+    assert [j.id for j in store.unclaim(store.held("solo"), NOW)] == [a.id]
+    assert store.pending_entries([a.id, b.id]) == [(a.id, "default", NOW, 0)]
 
 
 def test_pending_pages_walk_the_keys(store):

@@ -10,6 +10,14 @@ def test_redact_hides_the_password_only():
     assert "s3cret" not in config.describe("mysql://shop:s3cret@db:3306/shop")
 
 
+def test_redact_hides_the_query_values_too_where_a_redis_url_may_hold_a_password():
+    assert config.redact("redis://:pw@h:1/0?sentinel_password=s3cret&db=x") == \
+        "redis://:***@h:1/0?sentinel_password=***&db=***"
+    with pytest.raises(ConfigError, match="redis-py") as bad:      # refused by redis-py's own reading, first
+        config.load({"DELAYQ_REDIS_URL": "redis://cache:6379/0?password=s3cret&db=x"}, None)
+    assert "s3cret" not in str(bad.value)
+
+
 def test_environment_wins_over_dotenv(tmp_path):
     dotenv = tmp_path / ".env"
     dotenv.write_text("DELAYQ_PREFIX=fromfile\nDELAYQ_ALLOWED_MODULES=shop.jobs, billing\nDELAYQ_LOG_FORMAT=json\n")

@@ -48,8 +48,19 @@ def test_a_job_that_killed_its_runner_three_times_fails_as_killed_its_runner():
     assert (done.status, done.crashed) == ("failed", True) and done.error.startswith("killed its runner")
 
 
-def test_an_interrupted_job_runs_again_at_once():
+def test_an_interrupted_job_runs_again_at_once_and_is_never_failed_for_it():
+    """Not its fault: not a failure on the ladder, and its attempts running out through interruptions fail nothing."""
     assert decide(job(attempts=3), result("interrupted")) == ("pending", 100.0, False)
+    assert outcome(job(attempts=3), result("interrupted")).attempt_outcome == "interrupted"
+
+
+def test_a_job_whose_runner_vanished_under_it_in_its_own_process_may_be_its_killer():
+    """--processes 0 or a pull consumer: the runner's death may be the job's doing: counted, a poison pill at 3."""
+    assert decide(job(attempts=2), result("vanished")) == ("pending", 100.0, False)
+    done = outcome(job(attempts=3), result("vanished"))
+    assert (done.status, done.crashed) == ("failed", True) and done.error.endswith("no attempts left")
+    done = outcome(job(attempts=1, crashes=2), result("vanished"))
+    assert done.status == "failed" and done.error.startswith("killed its runner")
 
 
 def test_error_text_starts_with_type_and_message():

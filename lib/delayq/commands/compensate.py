@@ -28,6 +28,7 @@ def execute(args, settings) -> int:
     manager = app.open_ready(settings)     # a broken configuration fails here, with its cause
     started = time.monotonic()
     recovered = manager.recover_expired()
+    stranded = manager.requeue_stranded()
     rebuilt = Reconciled()
     index = manager.index
     if args.rebuild == "now" or (args.rebuild == "auto" and getattr(index, "rebuild_due", None)
@@ -43,7 +44,7 @@ def execute(args, settings) -> int:
     alerted = manager.send_alerts(alerter) if alerter else 0
     data = {"requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
-            "restored": rebuilt.restored, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
+            "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
             "alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
     cli.emit(args, data, f"{args.prog}: " + " ".join(f"{k}={v}" for k, v in data.items()))
     return 0

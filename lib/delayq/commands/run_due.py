@@ -57,9 +57,12 @@ def execute(args, settings) -> int:
     # With --json, stdout carries one JSON object: what jobs print (in this process or a worker) goes to stderr.
     with stdout_to_stderr() if args.json else contextlib.nullcontext():
         # With --for, outcomes are written on a second connection while the next jobs run.
+        beat = Heartbeat(manager, queues, concurrency * max(1, args.processes), running=lambda: runner.running_now(),
+                         every=settings.heartbeat)
         runner = Runner(manager, queues, args.batch, concurrency=concurrency, processes=args.processes,
                         should_stop=lambda: bool(stop), pipeline=args.seconds > 0, timeout=timeout, grace=args.grace,
-                        queue_limits=limits if len(queues) > 1 else None)
+                        queue_limits=limits if len(queues) > 1 else None, reopen=lambda: app.open_manager(settings),
+                        beat=beat.tick)
 
         def on_signal(*_: object) -> None:
             if stop:                       # a second signal: no more grace
@@ -69,13 +72,14 @@ def execute(args, settings) -> int:
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        beat = Heartbeat(manager, queues, concurrency * max(1, args.processes), running=runner.running_now,
-                         every=settings.heartbeat)
-        beat.start(at_once=args.seconds > 0)      # a one-shot pass shows up only if it runs past one beat
+        # a one-shot pass shows up only if it runs past one beat; worker processes: the supervisor beats, no thread
+        beat.start(at_once=args.seconds > 0, thread=args.processes == 0)
+        failed = True
         try:
             summary = runner.run_for(args.seconds, args.interval, one_pass=not args.seconds)
+            failed = False
         finally:
-            beat.stop()
+            beat.stop(mark=not failed)      # a failing runner does not wait once more on its backend
             runner.close()
     if args.json or summary.busy or args.seconds:      # an idle pass (a loop.sh tick) prints nothing
         cli.emit(args, summary.__dict__, f"{args.prog}: {summary.line()}")

@@ -33,14 +33,16 @@ class DueIndex(ABC):
         """Drop (job id, queue) from the due set (cancel)."""
 
     @abstractmethod
-    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
+    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float,
+              record: str | None = None) -> list[Job]:
         """Atomically claim up to `limit` jobs due by `now` and mark them running under `token`.
 
         Highest priority first across `queues`, the queues taking turns among equal
         priorities (fairness.fair_pick). Two runners never get the same job. A job's
         lease runs out at now + its own lease seconds, else `lease` seconds.
-        `token` is new for each claim: an index that retries through a failover may repeat
-        a claim whose reply was lost, and a repeat under the same token takes nothing more.
+        `token` is the claimer's (a worker claims under one token all its life). `record` names this one
+        claim (default: new each call): an index that retries through a failover may repeat a claim whose
+        reply was lost, and a repeat under the same record takes nothing more.
         """
 
     @abstractmethod
@@ -87,6 +89,16 @@ class RebuildableIndex(DueIndex):
     def members(self, batch: int = 1000, kinds: tuple[str, ...] = ("due", "inflight")
                 ) -> Iterator[tuple[str, str, list[tuple[int, float]]]]:
         """Yield (queue, 'due' or 'inflight', [(job id, raw score)]) pages of every set of this prefix."""
+
+    @abstractmethod
+    def claimed_by(self, token: str) -> Iterator[tuple[str, list[int]]]:
+        """Yield (queue, ids) of the recent claims made under claim token `token` (for as long as their records
+        live: seconds)."""
+
+    @abstractmethod
+    def stranded(self, now: float, limit: int = 1000) -> Iterator[tuple[str, list[tuple[int, float]]]]:
+        """Yield (queue, [(job id, raw score)]) of in-flight members whose claim's hint (its raw score) is before
+        `now`: a claimer took them and had time to move their rows to running. Up to `limit` a queue."""
 
     @abstractmethod
     def sizes(self) -> int:

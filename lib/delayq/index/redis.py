@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 BAND = float(2 ** 35)
 MAX_PER_CALL = 1000
 CATCH_UP_EVERY = 0.5      # seconds between outbox sweeps made by claim()
+CLAIM_WINDOW = 30.0       # seconds a claimer may take from its Redis claim to its rows' update (beyond a failover)
 
 
 def score(due_at: float, priority: int) -> float:
@@ -76,7 +77,8 @@ class RedisIndex(RebuildableIndex):
         self.timeout = socket_timeout
         if failover_wait is None:
             failover_wait = 0.0 if self.target.form == redis_client.SERVER else redis_client.FAILOVER_WAIT
-        self.failover = redis_client.Failover(failover_wait, self._rode_over)
+        # one bound for a whole call, its retries and every wait in them: the failover wait, at least one timeout
+        self.failover = redis_client.Failover(failover_wait, self._rode_over, timeout=socket_timeout)
         # a claim's record outlives every retry of it: a retry can start up to failover_wait after the first
         # failure, and the first attempt may have run up to a socket timeout before that
         self._record_seconds = int(failover_wait + socket_timeout) + 5
@@ -116,7 +118,8 @@ class RedisIndex(RebuildableIndex):
             return BackendError(f"Redis at {self.where}: no such database number on this server: fix the /N at the "
                                 "end of DELAYQ_REDIS_URL (the server's `databases` setting)")
         if isinstance(exc, redis.TimeoutError):
-            return BackendError(f"Redis at {self.where} timed out after {self.timeout:g} s (DELAYQ_REDIS_TIMEOUT): {text}")
+            setting = "DELAYQ_REDIS_FAILOVER_WAIT" if self.failover.wait > self.timeout else "DELAYQ_REDIS_TIMEOUT"
+            return BackendError(f"Redis at {self.where} timed out after {self.failover.bound:g} s ({setting}): {text}")
         if isinstance(exc, redis.ConnectionError):
             return BackendError(f"Redis at {self.where} is unreachable: {text} (is the server running, and the host "
                                 "and port in DELAYQ_REDIS_URL right?)")
@@ -200,17 +203,22 @@ class RedisIndex(RebuildableIndex):
                 self._script("reschedule", list(self.keys(queue)), args)
 
     # -- claiming ------------------------------------------------------------
-    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
+    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float,
+              record: str | None = None) -> list[Job]:
         if now - self._caught_up >= CATCH_UP_EVERY:
             self._caught_up = now
             self.catch_up()
         limit = min(limit, MAX_PER_CALL)
-        hint = repr(now + lease)   # the in-flight score is a hint for the rebuild; the row's lease_until is the truth
+        # The in-flight score is a hint: until then, the claimer is moving the rows to running (after it, the row
+        # is the truth: running under its lease, or still pending if the claimer died between the two steps, and
+        # then compensate puts the id back in the due set at once, not when a lease would have run out).
+        hint = repr(now + min(lease, CLAIM_WINDOW + self.failover.wait))
+        record = record or f"{token}:{secrets.token_hex(4)}"     # this claim's own: a worker claims under one token
         began = time.monotonic()
         if len(queues) == 1:
-            taken = [(job, queues[0]) for job in self.claim_lua(queues[0], now, limit, hint, token)]
+            taken = [(job, queues[0]) for job in self.claim_lua(queues[0], now, limit, hint, record)]
         else:
-            taken = self._claim_across(queues, now, limit, hint, token)
+            taken = self._claim_across(queues, now, limit, hint, record)
         ids = [job for job, _ in taken]
         # a claim that waited out a failover starts its jobs, and their leases, when it got them, not before
         waited = time.monotonic() - began
@@ -295,6 +303,31 @@ class RedisIndex(RebuildableIndex):
                     yield queue, kind, [(int(member), raw) for member, raw in page]
                 if not cursor:
                     break
+
+    def claimed_by(self, token: str) -> Iterator[tuple[str, list[int]]]:
+        """(queue, ids) of the claims made under `token` whose records still live (a few seconds): what a claimer
+        that just died may have moved in flight without moving its rows to running."""
+        for key in self._our_keys("{" + self.prefix + ":*}:claim:" + token + ":*"):
+            name = key.decode()
+            tag = name[:name.index("}") + 1]
+            queue = tag[len(self.prefix) + 2:-1]
+            raw = self._call(lambda: self.r.get(name))
+            if raw:
+                yield queue, [int(job) for job in json.loads(raw)]
+
+    def stranded(self, now: float, limit: int = MAX_PER_CALL) -> Iterator[tuple[str, list[tuple[int, float]]]]:
+        """(queue, [(job id, raw score)]) of in-flight members whose claim's hint ran out before `now`: a bounded
+        range read per in-flight set (ZRANGEBYSCORE), never the whole set."""
+        for key in self._our_keys("{" + self.prefix + ":*}:inflight"):
+            name = key.decode()
+            tag = name.rpartition(":")[0]
+            queue = tag[len(self.prefix) + 2:-1]
+            if self.keys(queue)[1] != name:
+                continue
+            page = self._call(lambda: self.r.zrangebyscore(name, "-inf", f"({now!r}", start=0, num=limit,
+                                                            withscores=True))
+            if page:
+                yield queue, [(int(member), raw) for member, raw in page]
 
     def sizes(self) -> int:
         keys = self._our_keys("{" + self.prefix + ":*}:due")

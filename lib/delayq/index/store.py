@@ -21,7 +21,8 @@ class StoreIndex(DueIndex):
     def remove(self, entries: list[tuple[int, str]]) -> None:
         pass
 
-    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
+    def claim(self, queues: list[str], now: float, limit: int, token: str, lease: float,
+              record: str | None = None) -> list[Job]:
         return self.store.claim_due(queues, now, limit, token, lease)
 
     def reschedule(self, entries: list[Entry]) -> None:

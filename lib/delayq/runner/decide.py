@@ -11,14 +11,17 @@ import random
 
 from .. import ladders
 from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
-from .execute import ERROR, LATE, OK, PERMANENT, SNOOZE, Result
+from .execute import LATE, OK, PERMANENT, SNOOZE, Result
 
 # Kinds only the supervisor can tell:
 TIMEOUT = "timeout"          # ran past its time limit: stopped, counted as a failure
-CRASHED = "crashed"          # its worker process died while it ran alone: a crash counted (3: a poison pill)
-INTERRUPTED = "interrupted"  # the runner stopped it (shutdown past the grace period): not the job's fault
+CRASHED = "crashed"          # it ended its process (os._exit, a fatal signal, alone when killed): counted (3: poison)
+INTERRUPTED = "interrupted"  # cut short by no fault of its own (its process died with others, the runner stopped
+                             # after its grace period, its worker's runner vanished): runs again at once
+VANISHED = "vanished"        # its lease ran out and its runner ran jobs in its own process: it may have killed it
 UNKNOWN = "outcome unknown: check by hand, then delayq retry"
 POISON_AFTER = 3
+CUT_SHORT = (TIMEOUT, CRASHED, INTERRUPTED, VANISHED)     # stopped from outside: an at-most-once part's outcome unknown
 
 
 def decide(job: Job, result: Result, rng: random.Random | None = None) -> tuple[str, float | None, bool]:
@@ -34,12 +37,14 @@ def decide(job: Job, result: Result, rng: random.Random | None = None) -> tuple[
         return SUCCEEDED, None, False
     if kind == LATE:
         return TIMED_OUT, None, True
-    if kind == PERMANENT or (kind == CRASHED and job.crashes + 1 >= POISON_AFTER):
+    if kind == PERMANENT or (kind in (CRASHED, VANISHED) and job.crashes + 1 >= POISON_AFTER):
         return FAILED, None, False
-    if job.at_most_once and kind in (TIMEOUT, CRASHED, INTERRUPTED):
+    if began_once(job) and kind in CUT_SHORT:
         return FAILED, None, False
-    if kind == INTERRUPTED:
-        return PENDING, finished, False          # again at once: it was not the job's fault
+    if kind == INTERRUPTED:                      # again at once: it was not the job's fault
+        return PENDING, finished, False
+    if kind == VANISHED:                         # again at once while attempts last
+        return (FAILED, None, False) if job.attempts >= job.max_attempts else (PENDING, finished, False)
     snooze = kind == SNOOZE
     ended = TIMED_OUT if snooze else FAILED
     if job.attempts >= job.max_attempts and not (snooze and job.deadline is not None):
@@ -53,12 +58,19 @@ def decide(job: Job, result: Result, rng: random.Random | None = None) -> tuple[
     return PENDING, due, False
 
 
+def began_once(job: Job) -> bool:
+    """Whether a part that must never run twice by a machine may have run: an at-most-once job, or a job with a
+    manual step marked running (as read back by recovery)."""
+    return job.at_most_once or job.manual_running > 0
+
+
 def outcome(job: Job, result: Result, rng: random.Random | None = None) -> Outcome:
     """The Outcome to commit for one Result (the on_timeout follow-up is added by the supervisor)."""
     status, due, by_deadline = decide(job, result, rng)
     return Outcome(job, status, result.started, result.finished, error_of(job, result, status, by_deadline), due,
-                   snoozed=result.kind == SNOOZE, interrupted=result.kind in (TIMEOUT, CRASHED, INTERRUPTED),
-                   crashed=result.kind == CRASHED, ended_by_deadline=by_deadline)
+                   snoozed=result.kind == SNOOZE, interrupted=result.kind in CUT_SHORT,
+                   crashed=result.kind in (CRASHED, VANISHED), ended_by_deadline=by_deadline,
+                   label="interrupted" if result.kind in (INTERRUPTED, VANISHED) else None)
 
 
 def error_of(job: Job, result: Result, status: str, by_deadline: bool) -> str | None:
@@ -69,8 +81,12 @@ def error_of(job: Job, result: Result, status: str, by_deadline: bool) -> str | 
             "the deadline passed" if by_deadline else "max_attempts reached")
     if result.kind == SNOOZE or result.kind == OK:
         return None
-    if job.at_most_once and result.kind in (TIMEOUT, CRASHED, INTERRUPTED):
+    if began_once(job) and result.kind in CUT_SHORT:
         return f"{result.error}; {UNKNOWN}"
+    if result.kind == VANISHED and status == FAILED:
+        if job.crashes + 1 >= POISON_AFTER:
+            return f"killed its runner: its runner died while running it {job.crashes + 1} times"
+        return f"{result.error}; no attempts left"
     if result.kind == CRASHED and status == FAILED:
         return f"killed its runner: {result.error}"
     return result.error

@@ -33,6 +33,7 @@ class Result:
     finished: float
     error: str | None = None    # "Type: message" and the job's last frames
     snooze: float | None = None  # seconds asked by Snooze(seconds)
+    ran: float | None = None    # seconds it ran, on this host's monotonic clock (the shared clock may step)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -45,6 +45,27 @@ class Summary:
             else:
                 self.failed += 1
 
+    def add_counts(self, counts: dict[str, int]) -> None:
+        for name, n in counts.items():
+            setattr(self, name, getattr(self, name) + n)
+
+    def count_recovered(self, done: list) -> None:
+        """Jobs of a dead process, as recovery wrote them (recovery.Recovered)."""
+        for r in done:
+            if r.kind is None:
+                self.handed_back += 1
+                continue
+            self.crashed += r.kind == "crashed"
+            self.stopped += r.kind == "timeout"
+            if r.status == SUCCEEDED:
+                self.succeeded += 1
+            elif r.status == PENDING:
+                self.retried += 1
+            elif r.status == TIMED_OUT:
+                self.timed_out += 1
+            else:
+                self.failed += 1
+
     @property
     def busy(self) -> bool:
         return bool(self.claimed or self.handed_back or self.lost)

@@ -1,394 +1,501 @@
-"""The runner: claim what it can start soon, hand it to an executor, commit outcomes in groups.
+"""The supervisor: starts worker processes, watches them, stops jobs past their time limit, and recovers the dead.
 
-It knows nothing of SQL or Redis: it calls the manager's verbs. Jobs run in an executor
-(processes.py: worker processes, the default of `run-due`; threads.py: threads of this
-process). The runner claims only what it can start soon: its free slots plus a prefetch of
-about PREFETCH_SECONDS of work at the rate its slots can take jobs (slots / the recent mean time
-a job runs; at least a quarter of its slots, at most MAX_AHEAD jobs: a few jobs ahead for
-2-second jobs, hundreds for no-op jobs), so other runners on other hosts get the rest. In the loop of `--for`, claims (MAX_CLAIM jobs at
-most each) run in threads of their own and the next one starts when half the prefetch is used,
-so the workers do not wait for the database between batches; when the workers run through
-jobs faster than one claim brings them, a second claim runs beside the first (MAX_CLAIMS). Outcomes are written in groups, one
-transaction for many finished jobs, at least every FLUSH_EVERY seconds; with `pipeline`, by a
-writer thread on its own connection while the next jobs run.
+It runs no job and claims nothing. From its one thread it forks workers (worker.py, each in a
+process of its own and a process group of its own) and solos (one job alone: at-most-once jobs,
+and suspects of a crash), reads their ledgers (ledger.py), and acts:
 
-Stopping: at the end of its window (--for) or on SIGTERM, the runner stops claiming and puts
-the jobs it claimed but did not start back to pending at once. Running jobs may finish: at the
-end of a window, each within its time limit; after SIGTERM, within the grace period, after
-which they are recorded as interrupted (an ordinary job runs again, an at-most-once one fails
-as "outcome unknown").
+  - a child that ended (waitpid, however it ended): its process group is killed (a job's forked
+    child goes with it), its jobs are recovered at once through the one recovery path
+    (postmortem.py decides, recovery.settle writes), and a worker is replaced;
+  - a job past its time limit (its own running time: time when one thread held its worker's
+    interpreter is not counted against the others): its worker stops taking jobs, a new worker
+    takes its place, the jobs beside it finish, then the process is ended and the job recorded as
+    timed out. A solo is ended at once;
+  - SIGTERM: workers stop claiming and hand back what never started; running jobs have the grace
+    period, then their processes are ended and the jobs recorded as interrupted. It always ends:
+    every process it or its jobs started is gone before it exits (it is their subreaper);
+  - a worker whose backend stopped answering: the runner stops at once and exits 1 with its one line.
+
+It also beats the runner's heartbeat row. Every wait is bounded: a loop turn sleeps at most
+LOOP seconds; each database call is bounded by DELAYQ_DB_TIMEOUT.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import threading
+import os
+import secrets
+import select
+import shutil
+import signal
+import tempfile
 import time
-from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import logs
-from ..errors import DelayqError
-from ..jobs import Job, Outcome
-from .decide import INTERRUPTED, outcome
-from .execute import SKIPPED, Result, run_job
-from .processes import ProcessExecutor
-from .summary import Summary, log_outcome
-from .threads import ThreadExecutor
+from .. import recovery
+from ..errors import BackendError, DelayqError
+from ..jobs import ISOLATED, Job
+from . import child, postmortem
+from .ledger import DRAIN, FINISH, RUN, RUNNING, STOP, TICK, Ledger
+from .summary import Summary
+from .worker import Worker, ledger_for
 
 log = logging.getLogger("delayq.runner")
-FLUSH_EVERY = 1.0           # seconds an outcome may wait before its group is committed
-FLUSH_SIZE = 500            # outcomes committed in one transaction at most
-MAX_CLAIM = 500             # jobs claimed at once at most
-MAX_AHEAD = 1000            # jobs claimed beyond the free slots at most: two claims, so that the next one
-                            # is under way while the workers still have half a second's no-op jobs to run
-MAX_CLAIMS = 1              # claims under way at once at most
-PREFETCH_SECONDS = 0.25     # claimed beyond the free slots: about this much work at the recent rate
-MEAN_WEIGHT = 0.05          # weight of each new job's run time in the recent mean (about the last 20-40 jobs)
-DEFAULT_TIMEOUT = 30.0      # seconds an attempt may run before it is stopped (DELAYQ_TIMEOUT)
-DEFAULT_GRACE = 20.0        # seconds running jobs get after SIGTERM (--grace)
-DEFAULT_CONCURRENCY = 16    # jobs at once per process (DELAYQ_CONCURRENCY)
+LOOP = 0.05                 # seconds between the supervisor's looks at its children (at most)
+STALL = 0.25                # a worker whose ticker is this late has one thread holding its interpreter
+MAX_DRAINING = 2            # workers finishing their jobs after a time limit, per worker wanted; older ones end
+PR_SET_CHILD_SUBREAPER = 36
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-class Runner:
-    def __init__(self, manager, queues: list[str], batch: int = 200, *, concurrency: int = 1, processes: int = 0,
-                 rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False,
-                 pipeline: bool = False, timeout: float = DEFAULT_TIMEOUT, grace: float = DEFAULT_GRACE,
-                 queue_limits: dict[str, int] | None = None):
+@dataclass
+class Child:
+    """One forked process as the supervisor sees it."""
+
+    pid: int
+    solo: bool
+    ledger: Ledger
+    token: str
+    fault_file: str
+    spawned: float
+    draining: float | None = None                 # when it was told to drain (a time limit in it)
+    killed: str | None = None                     # why the supervisor ended it, if it did
+    timed_out: dict[int, float] = field(default_factory=dict)    # job id -> its limit: abandoned here
+    credit: dict[tuple[int, int], float] = field(default_factory=dict)   # (slot, job) -> seconds not counted
+    cpu: dict[int, float] = field(default_factory=dict)          # thread id -> CPU seconds, last read
+    checked: float = 0.0                                          # when its ledger was last looked at
+
+
+class Supervisor:
+    def __init__(self, manager, reopen: Callable[[], object], queues: list[str], batch: int = 200, *,
+                 processes: int = 1, concurrency: int = 16, timeout: float = 30.0, grace: float = 20.0,
+                 pipeline: bool = True, queue_limits: dict[str, int] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False, beat: Callable[[], None] | None = None):
         self.manager = manager
-        self.clock = manager.clock
+        self.reopen = reopen                       # a fresh Manager, made in each child after the fork
         self.queues = queues
         self.batch = batch
-        self.rng = rng
-        self.should_stop = should_stop
+        self.processes = processes
+        self.concurrency = concurrency
         self.timeout = timeout
         self.grace = grace
-        self.limits = {q: n for q, n in (queue_limits or {}).items() if q in queues}
-        self.executor = (ThreadExecutor(manager, concurrency, self.timeout_of) if processes == 0
-                         else ProcessExecutor(manager, processes, concurrency, self.timeout_of))
-        self._jobs: dict[int, Job] = {}            # claimed and handed to the executor, no result yet
-        self._per_queue: Counter = Counter()
-        self._pending: list[Outcome] = []
-        self._pending_since = 0.0
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="delayq-writer") if pipeline else None
-        self._inflight: tuple[Future, list[Outcome], Summary] | None = None
-        self._floor = max(1, self.executor.capacity // 4)
-        self._mean_run: float | None = None         # seconds a job ran, recently (the prefetch follows it)
-        self._claimer = ThreadPoolExecutor(MAX_CLAIMS, thread_name_prefix="delayq-claim")
-        self._claims: list[tuple[Future, int]] = []  # the claims under way in the claimer threads, and their size
-        self._keeper: threading.Thread | None = None
-        self._keeper_stop = threading.Event()
-        self._checked_at = float("-inf")
-        self._snapshot: list[tuple[int, float]] = []
-        self._snapshot_at = float("-inf")
+        self.pipeline = pipeline
+        self.limits = queue_limits or {}
+        self.should_stop = should_stop
+        self.beat = beat
+        self.children: dict[int, Child] = {}
+        self.solo_queue: list[tuple[int, str]] = []        # (job id, token) handed off, not started yet
+        self.summary = Summary()
+        self.failure: str | None = None
+        self._dir = tempfile.mkdtemp(prefix="delayq-runner-")
+        self._handoff_r, self._handoff_w = os.pipe()
+        os.set_blocking(self._handoff_r, False)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._buffer = b""
+        self._deaths: list[float] = []
+        self._oom = _oom_kills()
+        self._spawned = 0
+        self._stop_at: float | None = None
+        _subreaper()
 
-    def timeout_of(self, job: Job) -> float:
-        return job.timeout or self.timeout
-
-    def running(self) -> list[tuple[int, float]]:
-        """(job id, started) of the jobs running now."""
-        return [(job.id, started) for job, started in self.executor.running()]
-
+    # -- the runner's interface ---------------------------------------------------------
     def running_now(self) -> list[tuple[int, float]]:
-        """The same as last seen by the loop (at most 0.5 s old): safe to call from another thread (heartbeats)."""
-        return list(self._snapshot)
+        now, mono = self.manager.clock.now(), time.monotonic()
+        return [(k.job_id, now - (mono - k.started)) for c in self.children.values() for k in c.ledger.running()]
 
     def wake(self) -> None:
-        """Wake the loop at once (a signal handler calls this after setting its stop flag)."""
-        self.executor.wake()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
 
-    # -- one pass: claim one batch, run it, record every outcome -------------------------
-    def run_pass(self, drain: bool = True) -> Summary:
-        summary = Summary()
-        self._submit(self._claim(self.batch, summary))
-        while self._jobs:
-            self._take(self._poll(0.05), summary)
-            self._keep_alive()
-        self._flush(summary, force=True)
-        if drain:
-            self.drain()
-        return summary
-
-    def execute(self, job: Job) -> Outcome | None:
-        """Run one claimed job in this thread; None when an at-most-once job must not begin."""
-        result = run_job(self.manager, job)
-        return None if result.kind == SKIPPED else self._outcome(job, result)
-
-    # -- the loop ---------------------------------------------------------------------------
     def run_for(self, seconds: float, interval: float = 1.0, one_pass: bool = False) -> Summary:
-        """Claim and run for `seconds` (one_pass: until nothing more is due, or `batch` jobs claimed), then stop."""
-        summary = Summary()
-        end = float("inf") if one_pass else self.clock.now() + seconds     # a pass ends by its own rules
+        """Keep `processes` workers claiming for `seconds` (one_pass: until nothing more is due), then end them."""
+        self._plan = (seconds, interval, one_pass)
+        end = time.monotonic() + seconds
         try:
-            self._loop(summary, end, interval, one_pass)
-        except BaseException:
-            self._abort(summary)
+            for _ in range(self.processes):
+                self._spawn_worker()
+            while self.children or self.solo_queue:
+                self._turn(time.monotonic() >= end and not one_pass, one_pass)
+        except BaseException as exc:
+            if isinstance(exc, DelayqError):
+                self.failure = self.failure or str(exc)   # no recovery now: it would wait on the same backend
+            self._end_all(postmortem.STOPPED)
             raise
-        self._stop(summary, grace=self.grace if self.should_stop() else None)
-        return summary
-
-    def _loop(self, summary: Summary, end: float, interval: float, one_pass: bool) -> None:
-        next_claim = self.clock.now()
-        claimed = last = 0
-        while not self.should_stop():
-            for future, want in [claim for claim in self._claims if claim[0].done()]:
-                jobs = self._claimed(future, summary)
-                claimed += len(jobs)
-                last = len(jobs)
-                self._submit(jobs)
-                now = self.clock.now()
-                next_claim = now if len(jobs) >= want else self._next_claim(now, interval)
-            now = self.clock.now()
-            if not self._claims and ((not one_pass and now >= end)
-                                     or (one_pass and (next_claim > now or claimed >= self.batch))):
-                break
-            in_flight, ahead = self.executor.in_flight(), self._prefetch()
-            asked = sum(want for _, want in self._claims)
-            room = self.executor.capacity + ahead - in_flight - asked
-            hungry = room > ahead // 2                  # a slot is free, or half the prefetch is used
-            can_claim = len(self._claims) < MAX_CLAIMS
-            if can_claim and hungry and now >= next_claim and now < end:
-                # at most twice the last claim: the first claims of a burst are small and quick, so the slots
-                # fill at once and do not wait for one large claim; then up to MAX_CLAIM
-                want = min(room, MAX_CLAIM, max(self.executor.capacity, 2 * last),
-                           self.batch - claimed - asked if one_pass else MAX_CLAIM)
-                if want > 0:
-                    future = self._claimer.submit(self._claim_jobs, *self._plan(want))
-                    self._claims.append((future, want))
-                    future.add_done_callback(lambda _: self.executor.wake())
-                    can_claim = len(self._claims) < MAX_CLAIMS
-            wake = min(end, next_claim if hungry and can_claim else end, self._flush_at(now))
-            self._wait(max(0.0, min(wake - now, interval)), summary)
-            self._flush(summary)
-            self._keep_alive()
-        while one_pass and self._jobs and not self.should_stop():     # a pass runs what it claimed
-            self._wait(0.1, summary)
-            self._flush(summary)
-            self._keep_alive()
-
-    def _keep_alive(self) -> None:
-        """Start the lease keeper once: a thread of its own, so a loop blocked in a Redis failover or a slow
-        commit does not let the leases of running jobs run out (a lease runs out only when the runner died)."""
-        if self._keeper is None:
-            self._keeper = threading.Thread(target=self._keep_leases, name="delayq-leases", daemon=True)
-            self._keeper.start()
-
-    def _keep_leases(self) -> None:
-        every = min(30.0, self.manager.lease / 3)
-        while not self._keeper_stop.wait(every):
-            held = list(self._jobs.values())
-            if held:
-                try:
-                    self.manager.keep_alive(held)
-                except DelayqError as exc:
-                    log.warning("could not keep the leases of %d running job(s): %s", len(held), exc)
-
-    def _wait(self, seconds: float, summary: Summary) -> None:
-        """Until a result or a claim comes (jobs running, or a claim under way), or sleep on the clock (idle: a
-        fake clock moves instead)."""
-        if self._claims and not self._jobs:
-            wait_futures([future for future, _ in self._claims], timeout=max(0.0, seconds), return_when=FIRST_COMPLETED)
-            self._take(self._poll(0), summary)
-        elif self._jobs or seconds <= 0:
-            self._take(self._poll(seconds), summary)
-        else:
-            self.drain()     # idle: the outcomes in the writer land first (a retry they schedule may be due soon)
-            self.clock.sleep(seconds)
-            self._take(self._poll(0), summary)
-        if time.monotonic() - self._snapshot_at >= 0.5:
-            self._snapshot, self._snapshot_at = self.running(), time.monotonic()
-
-    def _check_ready(self) -> None:
-        """Before claiming, at most once a second: the store answers, accepts us and has our schema (else exit 1)."""
-        if time.monotonic() - self._checked_at >= 1.0:
-            self.manager.check_ready()
-            self._checked_at = time.monotonic()
-
-    def _plan(self, want: int) -> tuple[int, list[tuple[list[str], int]]]:
-        """`want` jobs at most, as (queues, how many) claims: each queue with a concurrency cap within its
-        allowance, then the others."""
-        capped = [q for q in self.queues if q in self.limits]
-        if not capped:
-            return want, [(self.queues, want)]
-        plan = []
-        for queue in capped:
-            allowance = min(self.limits[queue] - self._per_queue[queue], want)
-            if allowance > 0:
-                plan.append(([queue], allowance))
-        others = [q for q in self.queues if q not in self.limits]
-        if others:
-            plan.append((others, want))
-        return want, plan
-
-    def _claim_jobs(self, want: int, plan: list[tuple[list[str], int]]) -> list[Job]:
-        """Claim by the plan, `want` jobs at most in all (in the claimer thread, or in this one)."""
-        self._check_ready()
-        jobs: list[Job] = []
-        for queues, n in plan:
-            if len(jobs) < want:
-                jobs += self.manager.claim(queues, min(n, want - len(jobs)))
-        return jobs
-
-    def _claimed(self, future: Future, summary: Summary) -> list[Job]:
-        """The jobs a claim in a claimer thread brought (what it raised is raised here)."""
-        self._claims = [claim for claim in self._claims if claim[0] is not future]
-        jobs = future.result()
-        summary.passes += 1
-        summary.claimed += len(jobs)
-        return jobs
-
-    def _next_claim(self, now: float, interval: float) -> float:
-        """Nothing more is due now: claim again at the next due time, or after `interval` at the latest."""
-        try:
-            nxt = self.manager.next_due(self.queues)
-        except DelayqError as exc:
-            log.warning("could not read the next due time: %s", exc)
-            nxt = None
-        return min(now + interval, nxt if nxt is not None else now + interval)
-
-    def _claim(self, want: int, summary: Summary) -> list[Job]:
-        if want <= 0:
-            return []
-        jobs = self._claim_jobs(*self._plan(want))
-        summary.passes += 1
-        summary.claimed += len(jobs)
-        return jobs
-
-    def _submit(self, jobs: list[Job]) -> None:
-        if jobs:
-            for job in jobs:
-                self._jobs[job.id] = job
-                self._per_queue[job.queue] += 1
-            self.executor.submit(jobs)
-
-    def _prefetch(self) -> int:
-        """Jobs to claim beyond the free slots: about PREFETCH_SECONDS of work at the rate the slots take jobs
-        (Little's law: slots / mean run time), known from the first results on (a burst ramps up in one claim)."""
-        if self._mean_run is None:
-            return self._floor
-        rate = self.executor.capacity / max(self._mean_run, 1e-6)
-        return max(self._floor, min(MAX_AHEAD, int(rate * PREFETCH_SECONDS)))
-
-    def _poll(self, timeout: float) -> list[Result]:
-        return self.executor.poll(timeout)
-
-    def _take(self, results: list[Result], summary: Summary) -> None:
-        """Results to outcomes, waiting for the next group commit."""
-        for result in results:
-            job = self._jobs.pop(result.job_id, None)
-            if job is None:
-                continue
-            ran = max(0.0, result.finished - result.started)
-            self._mean_run = ran if self._mean_run is None else self._mean_run + MEAN_WEIGHT * (ran - self._mean_run)
-            self._per_queue[job.queue] -= 1
-            if result.kind == SKIPPED:
-                summary.skipped += 1
-                continue
-            if result.kind == "timeout":
-                summary.stopped += 1
-            elif result.kind == "crashed":
-                summary.crashed += 1
-            done = self._outcome(job, result)
-            log_outcome(done, result.kind)
-            if not self._pending:
-                self._pending_since = self.clock.now()
-            self._pending.append(done)
-
-    def _outcome(self, job: Job, result: Result) -> Outcome:
-        done = outcome(job, result, self.rng)
-        if done.ended_by_deadline and job.on_timeout:
-            try:     # the deadline ended it: its on_timeout handler is written with the outcome
-                done.followup = self.manager.timeout_handler(job, done.finished_at)
-            except DelayqError as exc:
-                log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
-        return done
-
-    # -- group commit -----------------------------------------------------------------
-    def _flush_at(self, now: float) -> float:
-        return self._pending_since + FLUSH_EVERY if self._pending else now + FLUSH_EVERY
-
-    def _flush(self, summary: Summary, force: bool = False) -> None:
-        if not self._pending:
-            return
-        if not force and len(self._pending) < FLUSH_SIZE and self.clock.now() < self._flush_at(self.clock.now()) \
-                and self._jobs:
-            return
-        outcomes, self._pending = self._pending, []
-        if self._writer is None:
-            summary.count(self.manager.finish(outcomes), outcomes)
-            logs.flush()
-            return
-        self.drain()                 # at most one group in the writer
-        self._inflight = (self._writer.submit(self.manager.finish, outcomes), outcomes, summary)
-
-    def drain(self) -> None:
-        """Wait for the group in the writer (if any) and count its outcomes; raises what the writer raised."""
-        if self._inflight is None:
-            return
-        future, outcomes, summary = self._inflight
-        self._inflight = None
-        summary.count(future.result(), outcomes)
-        logs.flush()
-
-    # -- stopping -----------------------------------------------------------------------
-    def _stop(self, summary: Summary, grace: float | None) -> None:
-        """Stop claiming; hand back what never started; let running jobs end (grace: then cut them short)."""
-        unsubmitted, handed = self._unsubmitted(summary), self.executor.stop()
-        for job in handed:
-            self._jobs.pop(job.id, None)
-            self._per_queue[job.queue] -= 1
-        handed += unsubmitted
-        if handed:
-            summary.handed_back += self.manager.unclaim(handed)
-        deadline = None if grace is None else time.monotonic() + grace
-        while self._jobs and (deadline is None or time.monotonic() < deadline):
-            self._take(self._poll(0.1), summary)
-            self._flush(summary)
-            self._keep_alive()
-        if self._jobs:
-            now = self.clock.now()
-            cut = self.executor.kill()
-            self._take([Result(job.id, INTERRUPTED, now, now, error=f"interrupted: the runner stopped and its "
-                               f"{grace:g}s grace period ended") for job in cut if job.id in self._jobs], summary)
-        self._flush(summary, force=True)
-        self.drain()
-
-    def _abort(self, summary: Summary) -> None:
-        """The loop failed (a backend error): stop the workers; hand back and record what can be, quietly.
-
-        Whatever is not recorded here is recovered by compensate when its lease runs out.
-        """
-        try:
-            handed = self._unsubmitted(summary) + self.executor.stop()
-            cut = self.executor.kill()
-            self.manager.unclaim(handed)
-            now = self.clock.now()
-            self._take([Result(job.id, INTERRUPTED, now, now, error="interrupted: the runner failed")
-                        for job in cut if job.id in self._jobs], summary)
-            self._flush(summary, force=True)
-            self.drain()
-        except (DelayqError, OSError) as exc:
-            log.warning("while stopping after an error: %s", exc)
-
-    def _unsubmitted(self, summary: Summary) -> list[Job]:
-        """The jobs of the claims still under way when the loop ended: to hand back with the others."""
-        jobs: list[Job] = []
-        for future, _ in list(self._claims):
-            wait_futures([future])
-            try:
-                jobs += self._claimed(future, summary)
-            except DelayqError as exc:   # nothing claimed: its jobs (if any) come back when their lease runs out
-                log.warning("a claim under way when the runner stopped failed: %s", exc)
-                self._claims = [claim for claim in self._claims if claim[0] is not future]
-        return jobs
+        finally:
+            self._sweep()
+        if self.failure:
+            raise BackendError(self.failure)
+        return self.summary
 
     def close(self) -> None:
-        self._keeper_stop.set()
-        self._claimer.shutdown()
-        self.drain()
-        self.executor.close()
-        if self._writer:
-            self._writer.shutdown()
+        for fd in (self._handoff_r, self._handoff_w, self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- one turn of the loop ---------------------------------------------------------------
+    def _turn(self, window_over: bool, one_pass: bool) -> None:
+        """One look at the children; `window_over`: --for has run out (a one-pass worker ends on its own)."""
+        self._wait(LOOP)
+        self._reap()
+        self._read_handoffs()
+        if self.failure is not None:               # a backend stopped answering: end everything now, exit 1
+            for c in list(self.children.values()):
+                if not c.killed:
+                    self._kill(c, postmortem.STOPPED)
+            self.solo_queue = []
+            return
+        stopping = self.should_stop()
+        if stopping and self._stop_at is None:
+            self._stop_at = time.monotonic() + self.grace
+            self._order(STOP)
+        if window_over and not stopping:
+            self._order(FINISH)
+        self._limits()
+        self._start_solos(stopping)
+        if stopping:
+            self._grace_over()
+        elif not window_over and not one_pass:
+            self._replace()
+        if self.beat is not None:
+            self.beat()
+
+    def _wait(self, seconds: float) -> None:
+        try:
+            ready, _, _ = select.select([self._wake_r, self._handoff_r], [], [], seconds)
+        except InterruptedError:
+            return
+        if self._wake_r in ready:
+            try:
+                os.read(self._wake_r, 4096)
+            except OSError:
+                pass
+
+    def _order(self, order: int) -> None:
+        for c in self.children.values():
+            if c.ledger.order < order or (order == STOP and c.ledger.order == DRAIN):
+                c.ledger.order = order
+
+    # -- starting children ------------------------------------------------------------------
+    def _spawn_worker(self) -> None:
+        ledger = ledger_for(self.concurrency)
+        token = ISOLATED + secrets.token_hex(16)[1:]
+        seconds, interval, one_pass = self._plan
+        share = max(1, self.batch // self.processes)
+        nth = self._spawned % self.processes           # a queue's cap is shared out: the workers never exceed it
+        self._spawned += 1
+        limits = {q: n // self.processes + (nth < n % self.processes) for q, n in self.limits.items()}
+
+        def main() -> None:
+            manager = self.reopen()
+            worker = Worker(manager, self.queues, share, concurrency=self.concurrency, pipeline=self.pipeline,
+                            timeout=self.timeout, grace=self.grace, queue_limits=limits, ledger=ledger, token=token,
+                            hand_off=self._hand_off_from(manager), supervised=True,
+                            should_stop=lambda: ledger.order != RUN, orphaned=child.orphaned)
+            child.on_wake(worker.wake)
+            try:
+                summary = worker.run_for(seconds, interval, one_pass)
+            finally:
+                worker.close()
+            ledger.publish(summary)
+        self._fork(ledger, token, main, solo=False)
+
+    def _hand_off_from(self, manager):
+        """In a worker: pass a job that must run alone to the supervisor (its own claim token, then a line on the
+        hand-off pipe: one write, atomic)."""
+        fd = self._handoff_w
+
+        def hand_off(job: Job) -> bool:
+            token = ISOLATED + secrets.token_hex(16)[1:]
+            if manager.hand_off(job, token) is None:
+                return False
+            try:
+                os.write(fd, f"{job.id} {token}\n".encode())
+            except OSError:
+                pass          # the supervisor is gone: compensate hands the job back when its lease runs out
+            return True
+        return hand_off
+
+    def _spawn_solo(self, job_id: int, token: str) -> None:
+        ledger = Ledger(4, 1)
+
+        def main() -> None:
+            manager = self.reopen()
+            jobs = [job for job in manager.held(token) if job.id == job_id]
+            worker = Worker(manager, [], 1, concurrency=1, timeout=self.timeout, ledger=ledger, token=token,
+                            supervised=True, should_stop=lambda: False, orphaned=child.orphaned)
+            child.on_wake(worker.wake)
+            try:
+                summary = worker.run_jobs(jobs)
+            finally:
+                worker.close()
+            ledger.publish(summary)
+        self._fork(ledger, token, main, solo=True)
+
+    def _fork(self, ledger: Ledger, token: str, main: Callable[[], None], solo: bool) -> None:
+        fault_file = os.path.join(self._dir, f"{token}.fault")
+        supervisor = os.getpid()
+        pid = os.fork()
+        if pid == 0:                                   # the child: never returns
+            os.close(self._handoff_r)
+            os.close(self._wake_r)
+            child.setup(ledger, supervisor, fault_file)
+            child.run(main, ledger)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass                                       # it set its own, or it is gone already
+        self.children[pid] = Child(pid, solo, ledger, token, fault_file, time.monotonic())
+
+    def _replace(self) -> None:
+        """Keep `processes` workers that take jobs (a draining one does not count)."""
+        taking = sum(1 for c in self.children.values() if not c.solo and c.draining is None)
+        for _ in range(self.processes - taking):
+            self._deaths = [t for t in self._deaths if time.monotonic() - t < 10]
+            if len(self._deaths) > 3 and time.monotonic() - self._deaths[-1] < min(5.0, 0.2 * 2 ** len(self._deaths)):
+                return                                 # dying at start-up? don't fork in a tight loop
+            self._spawn_worker()
+
+    def _read_handoffs(self) -> None:
+        try:
+            data = os.read(self._handoff_r, 65536)
+        except BlockingIOError:
+            return
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            job, token = line.split()
+            self.solo_queue.append((int(job), token.decode()))
+
+    def _start_solos(self, stopping: bool) -> None:
+        if stopping:
+            for job_id, token in self.solo_queue:      # never started: back to pending at once
+                self._settle(token, lambda job: None, lambda job: False)
+            self.solo_queue = []
+            return
+        while self.solo_queue and sum(c.solo for c in self.children.values()) < self.concurrency:
+            self._spawn_solo(*self.solo_queue.pop(0))
+
+    # -- watching -------------------------------------------------------------------------
+    def _limits(self) -> None:
+        now = time.monotonic()
+        for c in list(self.children.values()):
+            if c.killed:
+                continue
+            running = c.ledger.running()
+            stalled = now - c.ledger.ticked > STALL and c.ledger.ticked > 0
+            if stalled:
+                self._credit(c, running, now)
+            else:
+                c.cpu.clear()
+            c.checked = now
+            for k in running:
+                ran = now - k.started - c.credit.get((k.slot, k.job_id), 0.0)
+                if ran > k.limit and k.job_id not in c.timed_out and c.ledger.abandon(k.slot, k.job_id):
+                    c.timed_out[k.job_id] = k.limit
+                    log.warning("job %d ran past its time limit (%gs): stopping it%s", k.job_id, k.limit,
+                                "" if c.solo else " once the jobs beside it end")
+                    if c.solo:
+                        self._kill(c, postmortem.TIMED_OUT)
+                    elif c.draining is None:
+                        c.draining = now
+                        c.ledger.order = max(c.ledger.order, DRAIN)
+            if c.killed:
+                continue
+            live = [k for k in running if k.job_id not in c.timed_out]
+            if c.timed_out and not live and c.ledger.held() <= len(c.timed_out):
+                self._kill(c, postmortem.TIMED_OUT)       # nothing left in it but what timed out
+            elif stalled and running and now - c.ledger.ticked > max(k.limit for k in running) + 5:
+                self._kill(c, postmortem.HUNG)            # stuck as a whole (a C call holding the interpreter)
+        draining = sorted((c.draining, c.pid) for c in self.children.values() if c.draining and not c.killed)
+        for _, pid in draining[:max(0, len(draining) - MAX_DRAINING * self.processes)]:
+            self._kill(self.children[pid], postmortem.TIMED_OUT)
+
+    def _credit(self, c: Child, running, now: float) -> None:
+        """One thread holds the worker's interpreter (its ticker is late): the time goes to the thread burning CPU
+        meanwhile (a hog: only the holder can run Python), not to the jobs waiting for the interpreter; when no
+        thread burns any (a C call holding it while it waits, a machine too busy to run it), to none of them. A
+        worker stuck that way for longer than its jobs may run is ended as hung (_limits)."""
+        since = max(c.checked, c.ledger.ticked + TICK)       # the stall began when the next tick did not come
+        step = max(0.0, now - since)
+        used = {k.tid: _thread_cpu(c.pid, k.tid) for k in running}
+        grew = {tid: cpu - c.cpu[tid] for tid, cpu in used.items() if cpu is not None and tid in c.cpu}
+        c.cpu.update({tid: cpu for tid, cpu in used.items() if cpu is not None})
+        if not grew or not step:
+            return                                           # the first look: nothing to compare yet
+        holder = max(grew, key=grew.get)
+        if grew[holder] < 1 / _CLK_TCK:
+            holder = None
+        for k in running:
+            if k.tid != holder:
+                key = (k.slot, k.job_id)
+                c.credit[key] = c.credit.get(key, 0.0) + step
+
+    def _grace_over(self) -> None:
+        if self._stop_at is not None and time.monotonic() >= self._stop_at:
+            for c in list(self.children.values()):
+                if not c.killed:
+                    self._kill(c, postmortem.GRACE)
+
+    def _kill(self, c: Child, why: str) -> None:
+        c.killed = why
+        _killpg(c.pid)
+
+    def _end_all(self, why: str) -> None:
+        """Something failed in the supervisor itself: end every child, recover what can be."""
+        for c in list(self.children.values()):
+            if not c.killed:
+                self._kill(c, why)
+        deadline = time.monotonic() + 5
+        while self.children and time.monotonic() < deadline:
+            self._reap(block=0.05)
+
+    # -- the dead -----------------------------------------------------------------------------
+    def _reap(self, block: float = 0.0) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                if block and self.children:
+                    time.sleep(block)
+                    block = 0.0
+                    continue
+                return
+            c = self.children.pop(pid, None)
+            _killpg(pid)                               # what its jobs started ends with it
+            if c is not None:
+                self._dead(c, status)
+
+    def _dead(self, c: Child, status: int) -> None:
+        oom = _oom_kills()
+        death = postmortem.Death(status, solo=c.solo, killed=c.killed, culprit_slot=c.ledger.culprit(),
+                                 fault_ident=postmortem.fault_ident(_read(c.fault_file)),
+                                 oom=oom > self._oom, timed_out=dict(c.timed_out))
+        self._oom = oom
+        self.summary.add_counts(c.ledger.counters())
+        fatal = c.ledger.fatal()
+        failed = fatal is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == postmortem.EXIT_FATAL
+        if failed:
+            self.failure = self.failure or fatal      # the runner's one line; the other children are ended now
+        elif fatal:
+            log.warning("worker %d: %s", c.pid, fatal)
+        known = c.ledger.known()
+        expected = c.killed is None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == postmortem.EXIT_OK
+        if not expected:
+            self._deaths.append(time.monotonic())
+        if not expected and not failed and self.failure is None and c.killed != postmortem.GRACE:
+            running = sum(1 for k in known.values() if k.state == RUNNING)
+            log.warning("%s %d %s with %d job(s) running", "solo process" if c.solo else "worker", c.pid,
+                        death.describe(), running)
+        c.ledger.close()
+        try:
+            os.unlink(c.fault_file)
+        except OSError:
+            pass
+        if self.failure is not None:
+            return        # a backend stopped answering: no recovery now (it would wait on it); compensate will
+        judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
+        self._settle(c.token, judge, solo, claims=not expected)
+
+    def _settle(self, token: str, judge, solo, claims: bool = False) -> None:
+        """Recover what a dead child held (claims: and what its last claims left in flight, its rows pending)."""
+        try:
+            jobs = self.manager.held(token)
+            done = recovery.settle(self.manager, jobs, judge, solo)
+            if claims:
+                self.manager.requeue_claims(token)
+        except DelayqError as exc:
+            log.warning("could not recover the jobs of a dead process now (compensate will, once their leases "
+                        "run out): %s", exc)
+            return
+        self.summary.count_recovered(done)
+
+    def _sweep(self) -> None:
+        """Before exiting: no process it or its jobs started is left (it is their subreaper)."""
+        for _ in range(50):
+            orphans = _children_of(os.getpid())
+            if not orphans:
+                return
+            for pid in orphans:
+                _killpg(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            end = time.monotonic() + 1
+            while time.monotonic() < end and _children_of(os.getpid()):
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                c = self.children.pop(pid, None)
+                if c is not None:
+                    self._dead(c, status)
+                if pid == 0:
+                    time.sleep(0.01)
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _subreaper() -> None:
+    """Linux: processes orphaned below us (a job's forked child whose worker died) become our children."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _thread_cpu(pid: int, tid: int) -> float | None:
+    """CPU seconds (user + system) a thread of another process used so far; None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _oom_kills() -> int:
+    """How many processes the kernel's OOM killer has killed since boot (Linux 4.13+; 0 where unknown)."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""

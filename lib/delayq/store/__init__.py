@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..config import DEFAULT_DB_TIMEOUT
-from .base import (Cancelled, Changed, ClaimStore, ControlStore, Expired, Inserted, JobStore, MaintenanceStore, Recovery,
+from .base import (Cancelled, Changed, ClaimStore, ControlStore, Inserted, JobStore, MaintenanceStore,
                    ReportStore, Step, StepStore, Store)
 
-__all__ = ["Cancelled", "Changed", "ClaimStore", "ControlStore", "Expired", "Inserted", "JobStore", "MaintenanceStore",
-           "Recovery", "ReportStore", "Step", "StepStore", "Store", "open_store"]
+__all__ = ["Cancelled", "Changed", "ClaimStore", "ControlStore", "Inserted", "JobStore", "MaintenanceStore",
+           "ReportStore", "Step", "StepStore", "Store", "open_store"]
 
 
 def open_store(database_url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT) -> Store:

@@ -52,39 +52,6 @@ class Changed:
 
 
 @dataclass(frozen=True)
-class Expired:
-    """A running job whose lease ran out, as compensate finds it."""
-
-    id: int
-    queue: str
-    priority: int
-    token: str
-    attempts: int
-    max_attempts: int
-    at_most_once: bool
-    started_at: float | None      # NULL for an at-most-once job that never began
-    crashes: int                  # runners that died while running it, before this one
-    manual_running: int           # manual steps that began and never reported
-
-
-@dataclass(frozen=True)
-class Recovery:
-    """What compensate decided for one expired job."""
-
-    id: int
-    queue: str
-    priority: int
-    token: str
-    status: str                   # pending (runs again) or failed
-    due_at: float | None
-    error: str
-    counts: bool                  # the interrupted attempt really began: keep it counted and recorded
-    attempt: int
-    started_at: float | None
-    crashed: bool = False         # count it as a runner that died running the job
-
-
-@dataclass(frozen=True)
 class Step:
     name: str
     mode: str                     # auto or manual
@@ -181,13 +148,15 @@ class ClaimStore(ABC):
         """Earliest due time among pending jobs of `queues` (in-database index)."""
 
     @abstractmethod
-    def finish(self, outcomes: list[Outcome], now: float) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+    def finish(self, outcomes: list[Outcome], now: float,
+               witnessed: bool = True) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         """Write outcomes and attempt rows in one transaction; returns the ids whose claim still held.
 
         Each outcome is written only where the row still holds the outcome's claim
         token (outcome.job.token), so a runner that lost its lease cannot overwrite
         another runner's record. Attempt rows are written for every outcome: the run
-        did happen. An outcome's followup (the on_timeout handler of a job its deadline
+        did happen (witnessed=False, recovery's: only where the claim held; another
+        recovery of the same death got there first and recorded it). An outcome's followup (the on_timeout handler of a job its deadline
         ended) is inserted in the same transaction; their (id, queue, due_at, priority) are returned second.
         """
 
@@ -204,6 +173,16 @@ class ClaimStore(ABC):
 
         Called by a live runner for the jobs it runs: a lease then runs out only when its runner died.
         """
+
+    @abstractmethod
+    def held(self, token: str) -> list[Job]:
+        """The running jobs a claim token holds, with what recovering them needs (started_at: NULL for an
+        at-most-once job that never began; manual_running: manual steps marked running). Their holder died."""
+
+    @abstractmethod
+    def hand_off(self, job_id: int, token: str, new_token: str, now: float) -> bool:
+        """A running job held by `token` is held by `new_token` from now on (its lease unchanged); False if
+        `token` no longer holds it."""
 
     @abstractmethod
     def begin_job(self, job_id: int, token: str, now: float) -> bool:
@@ -250,20 +229,18 @@ class MaintenanceStore(ABC):
         """The database's clock in epoch seconds (for ServerClock)."""
 
     @abstractmethod
-    def expired(self, now: float, limit: int) -> list[Expired]:
-        """Up to `limit` running jobs whose lease ran out before `now`, oldest lease first."""
-
-    @abstractmethod
-    def recover(self, decisions: list[Recovery], now: float) -> list[Recovery]:
-        """Apply recovery decisions in one transaction, each only if the job still holds the token seen.
-
-        Interrupted manual steps become failed, auto steps pending; an attempt row
-        "interrupted" is written where the attempt counts. Returns those applied.
-        """
+    def expired(self, now: float, limit: int) -> list[Job]:
+        """Up to `limit` running jobs whose lease ran out before `now`, oldest lease first: what recovering them
+        needs (as ClaimStore.held reads it: started_at, manual_running). Recovery writes their outcomes through
+        ClaimStore.finish and unclaim, conditional on the token read here."""
 
     @abstractmethod
     def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
         """(id, queue, due_at, priority) of pending jobs with id > after_id, in id order (keyset pages)."""
+
+    @abstractmethod
+    def pending_entries(self, ids: list[int]) -> list[tuple[int, str, float, int]]:
+        """(id, queue, due_at, priority) of those of `ids` still pending."""
 
     @abstractmethod
     def outbox(self, limit: int) -> list[tuple[int, str, float, int]]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT, SERVER_STATUS
+from pymysql.constants import CLIENT, CR, SERVER_STATUS
+from pymysql.protocol import MysqlPacket
 
 from ..config import DEFAULT_DB_TIMEOUT, describe
 from ..errors import BackendError
@@ -20,6 +22,41 @@ _ACCESS_DENIED = (1045, 1698)          # wrong password; a user the server does 
 _NO_DATABASE = 1049
 _DB_DENIED = 1044
 _NO_SERVER = (2003, 2005, 2006, 2013)  # cannot connect, unknown host, gone away, lost during the handshake
+
+
+_REFIT = 0.1                # seconds a socket's timeout may differ from the time left before it is set again
+_TIMED_OUT = "Lost connection to MySQL server during query (timed out)"
+
+
+class _Deadline(threading.local):
+    """This thread's deadline (time.monotonic()) for the store operation it is in; None between operations."""
+
+    at: float | None = None
+
+
+_deadline = _Deadline()
+
+
+class _Bound:
+    """DELAYQ_DB_TIMEOUT as one bound for a whole store operation (a transaction or a statement, with the connect,
+    handshake, statements and COMMIT in it): PyMySQL's own timeouts apply to each socket wait, so one transaction
+    of several statements could wait several times the setting. An operation inside another keeps the outer's
+    deadline."""
+
+    __slots__ = ("mine", "seconds")
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.mine = False
+
+    def __enter__(self) -> None:
+        self.mine = _deadline.at is None
+        if self.mine:
+            _deadline.at = time.monotonic() + self.seconds
+
+    def __exit__(self, *exc: object) -> None:
+        if self.mine:
+            _deadline.at = None
 
 
 _ESCAPES = (("\0", "\\0"), ("\n", "\\n"), ("\r", "\\r"), ("\x1a", "\\Z"), ('"', '\\"'), ("'", "\\'"))
@@ -45,7 +82,47 @@ class _Connection(pymysql.connections.Connection):
     Without TLS options PyMySQL tries TLS without verifying the server (no CA given) and builds that context
     on every connect; building it loads the system's CA store (25-35 ms, 10x the rest of a local connect) for
     a context that never uses it. The context is the same each time, so one is shared: same security, cheap
-    connects (each CLI command, each pool refill, each forked worker)."""
+    connects (each CLI command, each pool refill, each forked worker).
+
+    Every socket wait also keeps to the deadline of the store operation it serves (see _Bound)."""
+
+    _stale_at = float("-inf")       # time.monotonic() after which the socket's timeout is fitted again
+
+    def __init__(self, *, per_wait: float, **options: Any):
+        self._per_wait = per_wait           # seconds one wait may take outside an operation (closing, say)
+        super().__init__(read_timeout=per_wait, write_timeout=per_wait, **options)
+
+    def _execute_command(self, command: int, sql: Any) -> None:
+        self._stale_at = float("-inf")      # a statement's first wait is fitted to its own operation's deadline
+        super()._execute_command(command, sql)
+
+    def _read_packet(self, packet_type: Any = MysqlPacket) -> Any:
+        if time.monotonic() > self._stale_at:   # one clock read a packet: a claim of 200 jobs reads 200 rows
+            self._fit_timeout()
+        return super()._read_packet(packet_type)
+
+    def _write_bytes(self, data: bytes) -> None:
+        if time.monotonic() > self._stale_at:
+            self._fit_timeout()
+        super()._write_bytes(data)
+
+    def _fit_timeout(self) -> None:
+        """The next waits get the time left of their operation (at most one wait's own bound) for the next _REFIT
+        seconds; with none left the connection is closed, as PyMySQL closes one whose wait timed out, and the
+        operation ends as a timeout. The socket's timeout is set only when it is more than _REFIT off:
+        settimeout() releases the GIL, which costs a busy runner's threads more than a wait 0.1 s late."""
+        at, now = _deadline.at, time.monotonic()
+        if at is None:
+            wanted, self._stale_at = self._per_wait, float("inf")
+        else:
+            wanted, self._stale_at = min(self._per_wait, at - now), now + _REFIT
+        if wanted <= 0:
+            self._force_close()
+            raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, _TIMED_OUT)
+        current = self._current_timeout
+        if self._sock is not None and (current is None or abs(current - wanted) > _REFIT):
+            self._sock.settimeout(wanted)
+            self._read_timeout = self._write_timeout = self._current_timeout = wanted
 
     def _escape_string(self, s: str) -> str:
         if len(s) < _LONG or self.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
@@ -65,11 +142,12 @@ class _Connection(pymysql.connections.Connection):
         return _Connection._preferred
 
 
-def _fresh_lock_in_child() -> None:
+def _fresh_in_child() -> None:
     _Connection._making = threading.Lock()     # a thread of the parent may have held it at the fork
+    _deadline.at = None                        # the child's operations are its own
 
 
-os.register_at_fork(after_in_child=_fresh_lock_in_child)
+os.register_at_fork(after_in_child=_fresh_in_child)
 
 
 class MySQLStore(SqlStore):
@@ -81,7 +159,7 @@ class MySQLStore(SqlStore):
 
     def __init__(self, url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT):
         self._url = url
-        self.timeout = timeout      # seconds: connecting, each write to the server, each wait for its answer
+        self.timeout = timeout      # seconds one operation may take in all, and any one wait in it
         super().__init__(prefix, describe(url))
         # statement(): single enqueues and a group's rows (one writer a client at a time, grouping.py): few idle
         self._solo_pool = Pool(lambda: self._connect_translated(autocommit=True), self._close_quietly, max_idle=8)
@@ -106,17 +184,29 @@ class MySQLStore(SqlStore):
             # rowcount = rows matched, not rows changed: a conditional UPDATE that matched its row (its claim
             # still held) counts even when the values it sets are the ones already there.
             client_flag=CLIENT.FOUND_ROWS,
-            # Every wait is bounded (DELAYQ_DB_TIMEOUT): a paused or black-holed server ends the script with
-            # exit 1 after about this long, instead of holding it (and cron's next runs) indefinitely.
-            connect_timeout=self.timeout,
-            read_timeout=self.timeout,
-            write_timeout=self.timeout,
+            # Every wait is bounded (DELAYQ_DB_TIMEOUT), and so is the operation it is part of: a paused or
+            # black-holed server ends the script with exit 1 after about this long, instead of holding it (and
+            # cron's next runs) indefinitely.
+            connect_timeout=self._connect_timeout(),
+            per_wait=self.timeout,
         )
         with conn.cursor() as cur:
             # Each statement sees the latest committed rows: what a queue wants, and fewer gap locks.
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         self.returning = self._supports_returning(conn)
         return conn
+
+    def _connect_timeout(self) -> float:
+        """The time left of the operation that connects (a pool refill inside tx() or statement())."""
+        if _deadline.at is None:
+            return self.timeout
+        left = _deadline.at - time.monotonic()
+        if left <= 0:
+            raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, _TIMED_OUT)
+        return min(self.timeout, left)
+
+    def _bounded(self) -> _Bound:
+        return _Bound(self.timeout)
 
     def _supports_returning(self, connection: Any) -> bool:
         """INSERT ... RETURNING: MariaDB has it, MySQL 8 does not."""
@@ -146,7 +236,7 @@ class MySQLStore(SqlStore):
             return f"user {self._user()!r} may not use database {self._database()!r}: grant it, or use another user"
         if code == _NO_TABLE:
             return f"{args[1]}; create the tables with `delayq migrate`"
-        if len(args) >= 2 and "timed out" in str(args[1]):
+        if _timed_out(args):
             return f"timed out after {self.timeout:g} s (DELAYQ_DB_TIMEOUT): ({args[0]}) {args[1]}"
         if len(args) >= 2:
             return f"({args[0]}) {args[1]}"
@@ -155,6 +245,8 @@ class MySQLStore(SqlStore):
     def _unreachable(self, exc: BaseException) -> BackendError:
         """A connection that failed: no server there (or no answer in time), or one that refused us and why."""
         args = getattr(exc, "args", ())
+        if _timed_out(args):
+            return BackendError(f"{self.backend} at {self.where} is unreachable: {self._explain(exc)}")
         if args and args[0] in _NO_SERVER:
             return BackendError(f"{self.backend} at {self.where} is unreachable: {args[1] if len(args) > 1 else exc} "
                                 "(is the server running, and the host and port in DELAYQ_DATABASE_URL right?)")
@@ -165,3 +257,8 @@ class MySQLStore(SqlStore):
 
     def _database(self) -> str:
         return urlsplit(self._url).path.lstrip("/")
+
+
+def _timed_out(args: tuple) -> bool:
+    """A driver error that says a wait ran out of time (PyMySQL's message, or ours when no time was left)."""
+    return len(args) >= 2 and "timed out" in str(args[1])

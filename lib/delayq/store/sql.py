@@ -7,7 +7,7 @@ tokens where the SQL differs. All SQL text comes from the package's sql/ by name
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Iterator
 
 from ..errors import BackendError, SchemaError
@@ -20,6 +20,8 @@ from .sql_jobs import JobsSql
 from .sql_maintenance import MaintenanceSql
 from .sql_reporting import ReportingSql
 from .sql_steps import StepsSql
+
+_UNBOUNDED = nullcontext()
 
 
 class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql, Store):
@@ -64,6 +66,12 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
     def _unreachable(self, exc: BaseException) -> BackendError:
         return BackendError(f"{self.backend} at {self.where} is unreachable: {self._explain(exc)}")
 
+    def _bounded(self) -> AbstractContextManager[None]:
+        """The deadline of one operation, tx() or statement() with the connect it may make, for dialects whose
+        waits have one bound for the whole operation (MySQL: DELAYQ_DB_TIMEOUT). SQLite's one wait is its own
+        busy timeout."""
+        return _UNBOUNDED
+
     # -- connections and transactions ---------------------------------------
     def _connect_translated(self, **options: Any) -> Any:
         try:
@@ -81,46 +89,50 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
     def statement(self) -> Iterator[Any]:
         """A cursor for one statement that commits itself (autocommit): one round trip where a transaction takes
         two (the statement, then COMMIT; a single enqueue's write went from about 290 to 190 µs). A single
-        statement is atomic on its own. A dialect without such connections (SQLite) runs it in a transaction."""
+        statement is atomic on its own. A dialect without such connections (SQLite) runs it in a transaction.
+        Like tx(), it keeps to one deadline, its connect included."""
         if self._solo_pool is None:
             with self.tx() as cur:
                 yield cur
             return
-        conn = self._solo_pool.acquire()
-        broken = False
-        try:
-            yield conn.cursor()
-        except BaseException as exc:
-            broken = True               # cut short anywhere (an interrupt mid-reply): the session is not reused
-            if isinstance(exc, self.driver_errors):
-                # As with a COMMIT whose reply is lost: the server may have applied the statement or not
-                raise self._failed(exc, "" if self._answered(exc) else
-                                   " (the reply was lost: it may or may not have been applied)") from None
-            raise
-        finally:
-            self._solo_pool.release(conn, broken)
+        with self._bounded():
+            conn = self._solo_pool.acquire()
+            broken = False
+            try:
+                yield conn.cursor()
+            except BaseException as exc:
+                broken = True               # cut short anywhere (an interrupt mid-reply): the session is not reused
+                if isinstance(exc, self.driver_errors):
+                    # As with a COMMIT whose reply is lost: the server may have applied the statement or not
+                    raise self._failed(exc, "" if self._answered(exc) else
+                                       " (the reply was lost: it may or may not have been applied)") from None
+                raise
+            finally:
+                self._solo_pool.release(conn, broken)
 
     @contextmanager
     def tx(self, write: bool = True) -> Iterator[Any]:
         """One transaction on a pooled connection: commit on success, roll back and translate driver errors.
 
-        write=False for a transaction that only reads (SQLite then begins deferred, not IMMEDIATE).
+        write=False for a transaction that only reads (SQLite then begins deferred, not IMMEDIATE). The whole of
+        it, the connect included, keeps to one deadline where the dialect has one (_bounded).
         """
-        conn = self._pool.acquire()
-        broken = False
-        try:
-            self._begin(conn, write)
-            cur = conn.cursor()
-            yield cur
-            conn.commit()
-        except BaseException as exc:
-            # an interrupt may have cut a reply short: the session is then out of step, never reused
-            broken = not self._rollback(conn) or not isinstance(exc, Exception)
-            if isinstance(exc, self.driver_errors):
-                raise self._failed(exc) from None
-            raise
-        finally:
-            self._pool.release(conn, broken)
+        with self._bounded():
+            conn = self._pool.acquire()
+            broken = False
+            try:
+                self._begin(conn, write)
+                cur = conn.cursor()
+                yield cur
+                conn.commit()
+            except BaseException as exc:
+                # an interrupt may have cut a reply short: the session is then out of step, never reused
+                broken = not self._rollback(conn) or not isinstance(exc, Exception)
+                if isinstance(exc, self.driver_errors):
+                    raise self._failed(exc) from None
+                raise
+            finally:
+                self._pool.release(conn, broken)
 
     def _failed(self, exc: BaseException, more: str = "") -> BackendError:
         """A driver error as the one error callers see: the backend, where, the cause (never the password)."""

@@ -107,7 +107,8 @@ class ClaimsSql:
             firsts = [first_due for queue in queues for _, first_due in self._bands(cur, queue)]
         return min(firsts, default=None)
 
-    def finish(self, outcomes: list[Outcome], now: float) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+    def finish(self, outcomes: list[Outcome], now: float,
+               witnessed: bool = True) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         if not outcomes:
             return set(), []
         try:   # the usual case: every claim still holds its jobs, checked by the update counts
@@ -123,7 +124,8 @@ class ClaimsSql:
             for token, group in _by_token(outcomes).items():
                 rows = self.run(cur, "lock_held", ids=[o.job.id for o in group], token=token).fetchall()
                 held.update(row[0] for row in rows)
-            _, followups = self._write_outcomes(cur, [o for o in outcomes if o.job.id in held], outcomes, now)
+            mine = [o for o in outcomes if o.job.id in held]
+            _, followups = self._write_outcomes(cur, mine, outcomes if witnessed else mine, now)
         return held, followups
 
     def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome],
@@ -139,7 +141,7 @@ class ClaimsSql:
                 updated += self.run(cur, "finish_succeeded", now=now, token=token, ids=ids).rowcount
         for status, name in _FINISH:
             rows = [{"due_at": o.due_at, "error": o.error, "now": now, "id": o.job.id, "token": o.job.token,
-                     "crashed": 1 if o.crashed else 0} for o in mine if o.status == status]
+                     "crashed": 1 if o.crashed else 0, "solo": 1 if o.solo else 0} for o in mine if o.status == status]
             if rows:
                 cur.executemany(self.q(name)[0], rows)
                 updated += cur.rowcount
@@ -174,6 +176,14 @@ class ClaimsSql:
                         ids = [j.id for j in group[start:start + CHUNK]]
                         kept += self.run(cur, "keep_alive", now=now, lease=lease, token=token, ids=ids).rowcount
         return kept
+
+    def held(self, token: str) -> list[Job]:
+        with self.tx(write=False) as cur:
+            return rows_to_jobs(self.run(cur, "select_held", token=token))
+
+    def hand_off(self, job_id: int, token: str, new_token: str, now: float) -> bool:
+        with self.tx() as cur:
+            return self.run(cur, "hand_off", id=job_id, token=token, new_token=new_token, now=now).rowcount == 1
 
     def begin_job(self, job_id: int, token: str, now: float) -> bool:
         with self.tx() as cur:

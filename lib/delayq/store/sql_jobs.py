@@ -18,7 +18,8 @@ _JOB_FIELDS = {
     "created_at": "created_at", "started_at": "started_at", "finished_at": "finished_at",
     "updated_at": "updated_at", "at_most_once": "at_most_once", "lease_until": "lease_until",
     "lease_seconds": "lease", "timeout_seconds": "timeout", "crashes": "crashes", "claim_token": "token",
-    "on_timeout": "on_timeout", "event": "event", "event_id": "event_id",
+    "on_timeout": "on_timeout", "event": "event", "event_id": "event_id", "solo": "solo",
+    "manual_running": "manual_running",
 }
 
 
@@ -35,7 +36,7 @@ def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
 # The columns of select_claimed and select_claimed_packed, in their order.
 CLAIMED = ("id", "queue", "ext", "callable", "args", "attempts", "max_attempts", "ladder", "due_at", "deadline",
            "priority", "at_most_once", "lease_until", "lease_seconds", "timeout_seconds", "crashes", "on_timeout",
-           "claim_token")
+           "claim_token", "solo", "started_at")
 _CLAIMED_FIELDS = tuple(_JOB_FIELDS[name] for name in CLAIMED)
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..jobs import FAILED, PENDING
-from .base import UNIQUE_TAKEN, Changed, Expired, Recovery
-from .sql_jobs import CHUNK, chunks, skipped
+from ..jobs import FAILED, Job
+from .base import UNIQUE_TAKEN, Changed
+from .sql_jobs import CHUNK, chunks, rows_to_jobs, skipped
 
 
 class MaintenanceSql:
@@ -20,30 +20,9 @@ class MaintenanceSql:
     _fold_tallies: Any
 
     # -- leases --------------------------------------------------------------
-    def expired(self, now: float, limit: int) -> list[Expired]:
+    def expired(self, now: float, limit: int) -> list[Job]:
         with self.tx(write=False) as cur:
-            return [Expired(*row) for row in self.run(cur, "expired_leases", now=now, limit=limit).fetchall()]
-
-    def recover(self, decisions: list[Recovery], now: float) -> list[Recovery]:
-        applied = []
-        with self.tx() as cur:
-            for d in decisions:
-                crashed = 1 if d.crashed else 0
-                if d.status == PENDING:
-                    cur = self.run(cur, "recover_pending", due_at=d.due_at, uncount=0 if d.counts else 1,
-                                   crashed=crashed, error=d.error, now=now, id=d.id, token=d.token)
-                else:
-                    cur = self.run(cur, "recover_failed", now=now, error=d.error, crashed=crashed, id=d.id,
-                                   token=d.token)
-                if cur.rowcount != 1:
-                    continue    # another compensate run (or the runner itself) got there first
-                applied.append(d)
-                self.run(cur, "recover_manual_steps", error=d.error, now=now, id=d.id)
-                self.run(cur, "recover_auto_steps", now=now, id=d.id)
-                if d.counts:
-                    self.run(cur, "insert_attempt", id=d.id, attempt=d.attempt, started_at=d.started_at or now,
-                             finished_at=now, outcome="interrupted", error=d.error, queue=d.queue, due_at=None)
-        return applied
+            return rows_to_jobs(self.run(cur, "expired_leases", now=now, limit=limit))
 
     # -- the due index: rebuild and outbox -----------------------------------
     def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
@@ -51,6 +30,11 @@ class MaintenanceSql:
             packed = self.run(cur, "pending_page", after=after_id, limit=limit).fetchone()[0]
         rows = json.loads(packed) if packed else []
         return sorted((int(job), queue, float(due), int(priority)) for job, queue, due, priority in rows)
+
+    def pending_entries(self, ids: list[int]) -> list[tuple[int, str, float, int]]:
+        with self.tx(write=False) as cur:
+            rows = [row for part in chunks(ids) for row in self.run(cur, "pending_entries", ids=part).fetchall()]
+        return [(int(r[0]), r[1], float(r[2]), int(r[3])) for r in rows]
 
     def outbox(self, limit: int) -> list[tuple[int, str, float, int]]:
         with self.tx(write=False) as cur:

@@ -14,7 +14,7 @@ from ..jobs import STATUSES
 
 STATUS_CLASS = {status: f"st-{status.replace('_', '-')}" for status in STATUSES}
 STATUS_CLASS.update({"retry": "st-retry", "snoozed": "st-pending", "interrupted": "st-failed"})    # attempt outcomes
-OUTCOME_MARK = ("outcome unknown",)      # recovery.UNKNOWN and runner.decide.UNKNOWN both say it
+OUTCOME_MARK = ("outcome unknown",)      # runner.decide.UNKNOWN says it (every recovery path writes it)
 
 
 def register(app: Flask) -> None:

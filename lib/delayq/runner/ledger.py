@@ -1,0 +1,229 @@
+"""The ledger: what a worker process holds and does, in memory its supervisor reads even after the worker died.
+
+One shared anonymous mapping per worker (MAP_SHARED, made before the fork). The worker writes;
+the supervisor reads. A write is a store into memory, not a system call, so a worker killed at
+any instant leaves the ledger as it was at that instant: the supervisor then knows, for every
+job the worker claimed, whether it never started, was running (since when, in which thread),
+or had ended (and how) with its outcome not yet committed. That knowledge is what recovery
+needs to run again only what was running, and to record every run that happened.
+
+Each slot holds one claimed job: id, state, started, finished, time limit, snooze seconds, the
+native thread id and the Python thread ident of the thread running it, and the kind of its
+result. A slot is taken when its job is claimed, freed once its outcome is committed (or the
+job was handed on). The header holds the ticker (the worker's heartbeat inside the process,
+written every TICK seconds by a thread of its own: it stops when one thread holds the GIL),
+the supervisor's order (run, finish, stop, drain), the slot of a job that ended the process
+(os._exit), a fatal error's one line, and the worker's counters (the summary).
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass
+
+from .execute import ERROR, LATE, OK, PERMANENT, SKIPPED, SNOOZE
+
+TICK = 0.05                 # seconds between the worker's ticks
+
+# slot states
+FREE, QUEUED, RUNNING, ENDED = 0, 1, 2, 3
+# the supervisor's orders (header word ORDER)
+RUN, FINISH, STOP, DRAIN = 0, 1, 2, 3
+
+KINDS = (OK, ERROR, PERMANENT, SNOOZE, LATE, SKIPPED)      # a result's kind as a small number (index + 1)
+COUNTERS = ("claimed", "succeeded", "retried", "snoozed", "failed", "timed_out", "stopped", "crashed", "lost",
+            "skipped", "handed_back", "passes")
+
+_WORDS = 8                  # 8-byte words per slot: id, state, started, finished, limit, snooze, tid, ident
+_ID, _STATE, _STARTED, _FINISHED, _LIMIT, _SNOOZE, _TID, _IDENT = range(_WORDS)
+_KIND_SHIFT = 8             # a slot's state word: state | kind << 8 | abandoned << 16
+_ABANDONED = 1 << 16
+# header words: tick, order, culprit slot + 1, fatal length, pid, slots held, counters...
+_TICK, _ORDER, _CULPRIT, _FATAL_LEN, _PID, _HELD = range(6)
+_COUNTERS = 6
+_HEADER_WORDS = _COUNTERS + len(COUNTERS)
+_FATAL_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a ledger says of one job (read after its worker died, or while it runs)."""
+
+    job_id: int
+    state: int                  # QUEUED, RUNNING or ENDED
+    started: float = 0.0
+    finished: float = 0.0
+    limit: float = 0.0
+    kind: str | None = None     # ENDED: the result's kind
+    snooze: float | None = None
+    tid: int = 0
+    ident: int = 0
+    abandoned: bool = False     # the supervisor gave up on it (its time limit): a late result is dropped
+    slot: int = -1
+
+
+class Ledger:
+    def __init__(self, slots: int, threads: int):
+        self.slots = slots
+        self.threads = threads
+        head = 8 * _HEADER_WORDS + _FATAL_BYTES
+        table = head + 8 * threads
+        self._memory = mmap.mmap(-1, table + 8 * _WORDS * slots)      # anonymous and shared with forked children
+        view = memoryview(self._memory)
+        self._head_q = view[:8 * _HEADER_WORDS].cast("q")
+        self._head_d = view[:8 * _HEADER_WORDS].cast("d")
+        self._fatal = view[8 * _HEADER_WORDS:head]
+        self._table = view[head:table].cast("q")        # per job thread: the slot it runs + 1 (0: idle)
+        self._q = view[table:].cast("q")
+        self._d = view[table:].cast("d")
+        self._free = list(range(slots - 1, -1, -1))     # the worker's own list (each process has its copy)
+
+    # -- the worker writes --------------------------------------------------------------
+    def take(self, job_id: int) -> int:
+        """A slot for a job just claimed (QUEUED); IndexError when none is free (the claimer never asks for more)."""
+        slot = self._free.pop()
+        base = slot * _WORDS
+        self._q[base + _ID] = job_id
+        self._q[base + _STATE] = QUEUED
+        self._head_q[_HELD] += 1
+        return slot
+
+    def start(self, slot: int, thread: int, started: float, limit: float, tid: int, ident: int) -> None:
+        """The job's code is about to run in job thread `thread` (written before it runs)."""
+        base = slot * _WORDS
+        self._d[base + _STARTED] = started
+        self._d[base + _LIMIT] = limit
+        self._q[base + _TID] = tid
+        self._q[base + _IDENT] = ident
+        self._q[base + _STATE] = RUNNING
+        self._table[thread] = slot + 1
+
+    def idle(self, thread: int) -> None:
+        """Job thread `thread` runs nothing now."""
+        self._table[thread] = 0
+
+    def end(self, slot: int, kind: str, started: float, finished: float, snooze: float | None) -> bool:
+        """The job returned: ENDED with its kind, until its outcome is committed. False if the supervisor abandoned
+        it meanwhile (past its time limit): its result must then be dropped."""
+        base = slot * _WORDS
+        if self._q[base + _STATE] & _ABANDONED:
+            return False
+        self._d[base + _STARTED] = started
+        self._d[base + _FINISHED] = finished
+        self._d[base + _SNOOZE] = -1.0 if snooze is None else float(snooze)
+        self._q[base + _STATE] = ENDED | (KINDS.index(kind) + 1) << _KIND_SHIFT if kind in KINDS else ENDED
+        return True
+
+    def free(self, slot: int) -> None:
+        """Its outcome is committed, or it was handed on, or handed back: nothing of it is held here any more."""
+        base = slot * _WORDS
+        self._q[base + _STATE] = FREE
+        self._q[base + _ID] = 0
+        self._head_q[_HELD] -= 1
+        self._free.append(slot)
+
+    def available(self) -> int:
+        """Free slots: the most jobs the worker may claim now."""
+        return len(self._free)
+
+    def abandoned(self, slot: int, job_id: int) -> bool:
+        """Whether the supervisor gave up on this job (its time limit) while it ran."""
+        if slot < 0:
+            return False
+        base = slot * _WORDS
+        return self._q[base + _ID] == job_id and bool(self._q[base + _STATE] & _ABANDONED)
+
+    def tick(self, now: float) -> None:
+        self._head_d[_TICK] = now
+
+    def blame(self, slot: int) -> None:
+        """The job in this slot is ending the process (os._exit): the supervisor blames it, and only it."""
+        self._head_q[_CULPRIT] = slot + 1
+
+    def fail(self, line: str, pid: int) -> None:
+        """A fatal error of the worker itself (a backend that stopped answering), one line for the supervisor."""
+        data = line.encode("utf-8", "replace")[:_FATAL_BYTES]
+        self._fatal[:len(data)] = data
+        self._head_q[_FATAL_LEN] = len(data)
+        self._head_q[_PID] = pid
+
+    def publish(self, summary) -> None:
+        """The worker's summary so far (after each commit, and at its end): the supervisor adds it up."""
+        for i, name in enumerate(COUNTERS):
+            self._head_q[_COUNTERS + i] = getattr(summary, name)
+
+    # -- both -------------------------------------------------------------------------------
+    @property
+    def order(self) -> int:
+        return self._head_q[_ORDER]
+
+    @order.setter
+    def order(self, value: int) -> None:
+        self._head_q[_ORDER] = value
+
+    # -- the supervisor reads -----------------------------------------------------------------
+    @property
+    def ticked(self) -> float:
+        return self._head_d[_TICK]
+
+    def culprit(self) -> int | None:
+        """The slot whose job ended the process through os._exit, if one did."""
+        value = self._head_q[_CULPRIT]
+        return value - 1 if value else None
+
+    def fatal(self) -> str | None:
+        n = self._head_q[_FATAL_LEN]
+        return bytes(self._fatal[:n]).decode("utf-8", "replace") if n else None
+
+    def counters(self) -> dict[str, int]:
+        return {name: self._head_q[_COUNTERS + i] for i, name in enumerate(COUNTERS)}
+
+    def held(self) -> int:
+        """Slots in use: jobs claimed and not yet let go (queued, running, or ended with the outcome unwritten)."""
+        return self._head_q[_HELD]
+
+    def abandon(self, slot: int, job_id: int) -> bool:
+        """Give up on a running job (its time limit): a result it returns later is dropped. False if it is no
+        longer that job running there."""
+        base = slot * _WORDS
+        state = self._q[base + _STATE]
+        if self._q[base + _ID] != job_id or state & 0xFF != RUNNING:
+            return False
+        self._q[base + _STATE] = state | _ABANDONED
+        return True
+
+    def read(self, slot: int) -> Known | None:
+        base = slot * _WORDS
+        state = self._q[base + _STATE]
+        job_id = self._q[base + _ID]
+        if state & 0xFF == FREE or not job_id:
+            return None
+        code = (state >> _KIND_SHIFT) & 0xFF
+        snooze = self._d[base + _SNOOZE]
+        return Known(job_id, state & 0xFF, self._d[base + _STARTED], self._d[base + _FINISHED],
+                     self._d[base + _LIMIT], KINDS[code - 1] if code else None, None if snooze < 0 else snooze,
+                     self._q[base + _TID], self._q[base + _IDENT], bool(state & _ABANDONED), slot)
+
+    def known(self) -> dict[int, Known]:
+        """Every job this ledger holds, by id."""
+        out = {}
+        for slot in range(self.slots):
+            k = self.read(slot)
+            if k is not None:
+                out[k.job_id] = k
+        return out
+
+    def running(self) -> list[Known]:
+        """The jobs the worker's threads run now (a read of the thread table: cheap enough for every tick)."""
+        out = []
+        for thread in range(self.threads):
+            slot = self._table[thread] - 1
+            k = self.read(slot) if slot >= 0 else None
+            if k is not None and k.state == RUNNING:
+                out.append(k)
+        return out
+
+    def close(self) -> None:
+        for view in (self._head_q, self._head_d, self._fatal, self._table, self._q, self._d):
+            view.release()
+        self._memory.close()

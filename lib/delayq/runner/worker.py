@@ -1,0 +1,359 @@
+"""A worker: one process's loop of claim, run, commit. Each worker claims, runs and records its own jobs.
+
+Its roles, each a class of its own: the Claimer (what to claim and when, in a thread), the job
+threads (threads.py: ThreadExecutor), the OutcomeWriter (group commits), the LeaseKeeper, and
+the Ledger (shared memory that says, at every instant, which of its jobs never started, which
+run and which ended with their outcome not yet committed). Every claim is made under the
+worker's one claim token, so whatever ends the worker, its rows are found by that token.
+
+A worker runs alone in the runner's process (`--processes 0`; the tests' fake clock), or in a
+process of its own under a supervisor (supervisor.py), which watches its ledger, stops jobs past
+their time limit by ending the process, and recovers at once what a dead worker held.
+
+Stopping: at the end of its window (--for), on SIGTERM, or when its supervisor says so, a
+worker stops claiming and puts the jobs it claimed but did not start back to pending at once.
+Running jobs may finish (each within its time limit; after SIGTERM, within the grace period,
+after which they are recorded as interrupted: an ordinary job runs again, an at-most-once one
+fails as "outcome unknown"). A worker whose supervisor died (`orphaned`) stops at once: it
+writes the outcomes it has, hands back what never started, and ends with its jobs' processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import wait as wait_futures
+from typing import Callable
+
+from ..errors import BackendError, DelayqError
+from ..jobs import Job, Outcome
+from .claimer import MAX_AHEAD, MAX_CLAIM, Claimer
+from .decide import INTERRUPTED, TIMEOUT, outcome
+from .execute import SKIPPED, Result, run_job
+from .leases import LeaseKeeper
+from .ledger import Ledger
+from .summary import Summary, log_outcome
+from .threads import ABANDONED, BROKEN, HANDED, HandOff, ThreadExecutor
+from .writer import FLUSH_SIZE, OutcomeWriter
+
+log = logging.getLogger("delayq.runner")
+DEFAULT_TIMEOUT = 30.0      # seconds an attempt may run before it is stopped (DELAYQ_TIMEOUT)
+DEFAULT_GRACE = 20.0        # seconds running jobs get after SIGTERM (--grace)
+DEFAULT_CONCURRENCY = 16    # jobs at once per process (DELAYQ_CONCURRENCY)
+
+
+def ledger_for(concurrency: int) -> Ledger:
+    """A ledger with room for everything a worker can hold at once: running, claimed ahead, claims under way,
+    outcomes waiting for their commit (two groups: one in the writer thread, one filling)."""
+    return Ledger(concurrency + MAX_AHEAD + MAX_CLAIM + 2 * FLUSH_SIZE + 64, concurrency)
+
+
+class Worker:
+    def __init__(self, manager, queues: list[str], batch: int = 200, *, concurrency: int = 1,
+                 rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False,
+                 pipeline: bool = False, timeout: float = DEFAULT_TIMEOUT, grace: float = DEFAULT_GRACE,
+                 queue_limits: dict[str, int] | None = None, ledger: Ledger | None = None, token: str | None = None,
+                 hand_off: HandOff | None = None, supervised: bool = False,
+                 orphaned: Callable[[], bool] = lambda: False):
+        self.manager = manager
+        self.clock = manager.clock
+        self.queues = queues
+        self.batch = batch
+        self.rng = rng
+        self.should_stop = should_stop
+        self.orphaned = orphaned                 # its supervisor died: stop at once
+        self.timeout = timeout
+        self.grace = grace
+        self.supervised = supervised             # time limits and the grace period are the supervisor's
+        self.token = token or secrets.token_hex(16)
+        self.ledger = ledger or ledger_for(concurrency)
+        self.slots: dict[int, int] = {}          # job id -> ledger slot, from its claim until nothing is held
+        self._jobs: dict[int, Job] = {}          # claimed and handed to the executor, no result yet
+        self.executor = ThreadExecutor(manager, concurrency, self.timeout_of, self.ledger, self.slots, hand_off,
+                                       own_limits=not supervised)
+        limits = {q: n for q, n in (queue_limits or {}).items() if q in queues}
+        self.claimer = Claimer(manager, queues, self.token, self.executor.capacity, limits)
+        self.writer = OutcomeWriter(manager, self.clock, pipeline, self._committed)
+        self.keeper = LeaseKeeper(manager, lambda: list(self._jobs.values()))
+        self._snapshot: list[tuple[int, float]] = []
+        self._snapshot_at = float("-inf")
+
+    def timeout_of(self, job: Job) -> float:
+        return job.timeout or self.timeout
+
+    def running(self) -> list[tuple[int, float]]:
+        """(job id, started) of the jobs running now."""
+        return [(job.id, started) for job, started in self.executor.running()]
+
+    def running_now(self) -> list[tuple[int, float]]:
+        """The same as last seen by the loop (at most 0.5 s old): safe to call from another thread (heartbeats)."""
+        return list(self._snapshot)
+
+    def wake(self) -> None:
+        """Wake the loop at once (a signal handler calls this after setting its stop flag)."""
+        self.executor.wake()
+
+    # -- one pass: claim one batch, run it, record every outcome -------------------------
+    def run_pass(self, drain: bool = True) -> Summary:
+        summary = Summary()
+        self._submit(self._claim_now(self.batch, summary))
+        while self._jobs:
+            self._take(self.executor.poll(0.05), summary)
+            self.keeper.start()
+        self.writer.flush(summary, force=True)
+        if drain:
+            self.writer.drain()
+        return summary
+
+    def run_jobs(self, jobs: list[Job]) -> Summary:
+        """Run jobs already claimed (a solo process's one job), record their outcomes, and stop."""
+        summary = Summary(claimed=len(jobs))
+        self._submit(self._held(jobs))
+        while self._live() and not self.orphaned():     # orphaned: nobody would stop it past its time limit
+            self._take(self.executor.poll(0.1), summary)
+            self.keeper.start()
+        self.writer.flush(summary, force=True)
+        self.writer.drain()
+        return summary
+
+    def execute(self, job: Job) -> Outcome | None:
+        """Run one claimed job in this thread; None when an at-most-once job must not begin."""
+        result = run_job(self.manager, job)
+        return None if result.kind == SKIPPED else self._outcome(job, result)
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run_for(self, seconds: float, interval: float = 1.0, one_pass: bool = False) -> Summary:
+        """Claim and run for `seconds` (one_pass: until nothing more is due, or `batch` jobs claimed), then stop."""
+        summary = Summary()
+        end = float("inf") if one_pass else self.clock.now() + seconds     # a pass ends by its own rules
+        try:
+            self._loop(summary, end, interval, one_pass)
+            if self.orphaned():
+                self._orphan_stop(summary)
+            else:
+                self._stop(summary, grace=self.grace if self.should_stop() else None)
+        except BaseException as exc:
+            self._abort(summary, exc)
+            raise
+        return summary
+
+    def _stopping(self) -> bool:
+        return self.should_stop() or self.orphaned()
+
+    def _loop(self, summary: Summary, end: float, interval: float, one_pass: bool) -> None:
+        next_claim = self.clock.now()
+        claimed = last = 0
+        capacity = self.executor.capacity
+        while not self._stopping():
+            for future, want in self.claimer.finished():
+                jobs = self._collect(future, summary)
+                claimed += len(jobs)
+                last = len(jobs)
+                self._submit(jobs)
+                now = self.clock.now()
+                next_claim = now if len(jobs) >= want else self.claimer.next_claim(now, interval)
+            now = self.clock.now()
+            if not self.claimer.under_way and ((not one_pass and now >= end)
+                                               or (one_pass and (next_claim > now or claimed >= self.batch))):
+                break
+            capacity = self.executor.capacity
+            in_flight, ahead = self.executor.in_flight(), self.claimer.prefetch(capacity)
+            room = min(capacity + ahead - in_flight - self.claimer.asked(), self.ledger.available())
+            hungry = room > ahead // 2                  # a slot is free, or half the prefetch is used
+            can_claim = not self.claimer.under_way
+            if can_claim and hungry and now >= next_claim and now < end:
+                # at most twice the last claim: the first claims of a burst are small and quick, so the slots
+                # fill at once and do not wait for one large claim; then up to MAX_CLAIM
+                want = min(room, MAX_CLAIM, max(capacity, 2 * last),
+                           self.batch - claimed - self.claimer.asked() if one_pass else MAX_CLAIM)
+                if want > 0:
+                    self.claimer.start(want, self.executor.wake)
+                    can_claim = False
+            wake = min(end, next_claim if hungry and can_claim else end, self.writer.due_at(now))
+            self._wait(max(0.0, min(wake - now, interval)), summary)
+            self.writer.flush(summary, idle=not self._jobs)
+            self._keep()
+        while one_pass and self._live() and not self._stopping():     # a pass runs what it claimed
+            self._wait(0.1, summary)
+            self.writer.flush(summary)
+            self._keep()
+
+    def _keep(self) -> None:
+        """The lease keeper runs (started once); if the store stopped answering it, the worker fails with that."""
+        self.keeper.start()
+        if self.keeper.error is not None:
+            raise self.keeper.error
+
+    def _wait(self, seconds: float, summary: Summary) -> None:
+        """Until a result or a claim comes (jobs running, or a claim under way), or sleep on the clock (idle: a
+        fake clock moves instead)."""
+        if self.claimer.under_way and not self._jobs:
+            wait_futures([future for future, _ in self.claimer.under_way], timeout=max(0.0, seconds),
+                         return_when=FIRST_COMPLETED)
+            self._take(self.executor.poll(0), summary)
+        elif self._jobs or seconds <= 0:
+            self._take(self.executor.poll(seconds), summary)
+        else:
+            self.writer.drain()     # idle: the outcomes in the writer land first (a retry they schedule may be due soon)
+            self.clock.sleep(seconds)
+            self._take(self.executor.poll(0), summary)
+        if time.monotonic() - self._snapshot_at >= 0.5:
+            self._snapshot, self._snapshot_at = self.running(), time.monotonic()
+
+    def _claim_now(self, want: int, summary: Summary) -> list[Job]:
+        if want <= 0:
+            return []
+        jobs = self.claimer.claim(want, self.claimer.plan(want))
+        summary.passes += 1
+        summary.claimed += len(jobs)
+        return self._held(jobs)
+
+    def _collect(self, future, summary: Summary) -> list[Job]:
+        jobs = self.claimer.collect(future)
+        summary.passes += 1
+        summary.claimed += len(jobs)
+        return self._held(jobs)
+
+    def _held(self, jobs: list[Job]) -> list[Job]:
+        """A ledger slot for each job just claimed (written before anything else happens to it)."""
+        for job in jobs:
+            self.slots[job.id] = self.ledger.take(job.id)
+        return jobs
+
+    def _submit(self, jobs: list[Job]) -> None:
+        if jobs:
+            for job in jobs:
+                self._jobs[job.id] = job
+            self.executor.submit(jobs)
+
+    def _release(self, job_id: int) -> None:
+        """Nothing of this job is held here any more: its ledger slot is free (once, whoever gets here first)."""
+        slot = self.slots.pop(job_id, None)
+        if slot is not None:
+            self.ledger.free(slot)
+
+    def _take(self, results: list[Result], summary: Summary) -> None:
+        """Results to outcomes, waiting for the next group commit."""
+        for result in results:
+            job = self._jobs.pop(result.job_id, None)
+            if job is None:
+                continue
+            self.claimer.ended(job)
+            if result.kind in (HANDED, SKIPPED):     # passed to a process of its own, or its claim was gone
+                self._release(job.id)
+                summary.skipped += result.kind == SKIPPED
+                continue
+            if result.kind == ABANDONED:             # its supervisor records it once this process is gone
+                continue
+            if result.kind == BROKEN:                # the store or index failed around it: stop (exit 1, one line)
+                raise BackendError(result.error or "the store failed")
+            self.claimer.observe(result.ran if result.ran is not None else max(0.0, result.finished - result.started))
+            if result.kind == TIMEOUT:
+                summary.stopped += 1
+            done = self._outcome(job, result)
+            log_outcome(done, result.kind)
+            self.writer.add(done)
+
+    def _committed(self, outcomes: list[Outcome], summary: Summary) -> None:
+        """Their outcomes are committed: their ledger slots are free (a job timed out here still runs in its
+        thread, which frees its slot if it ever returns); the supervisor sees the counts so far."""
+        cut = self.executor.abandoned()
+        for o in outcomes:
+            if not (o.interrupted and o.job.id in cut):
+                self._release(o.job.id)
+        self.ledger.publish(summary)
+
+    def _outcome(self, job: Job, result: Result) -> Outcome:
+        done = outcome(job, result, self.rng)
+        if done.ended_by_deadline and job.on_timeout:
+            try:     # the deadline ended it: its on_timeout handler is written with the outcome
+                done.followup = self.manager.timeout_handler(job, done.finished_at)
+            except DelayqError as exc:
+                log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
+        return done
+
+    def _live(self) -> list[Job]:
+        """The jobs still to wait for: handed to the executor, no result yet, not given up by the supervisor."""
+        return [job for job_id, job in self._jobs.items()
+                if not self.ledger.abandoned(self.slots.get(job_id, -1), job_id)]
+
+    # -- stopping -----------------------------------------------------------------------
+    def _hand_back(self, summary: Summary) -> None:
+        """Stop claiming; what was claimed and never started goes back to pending at once."""
+        handed = self._unsubmitted(summary) + self.executor.stop()
+        for job in handed:
+            self._jobs.pop(job.id, None)
+            self.claimer.ended(job)
+        if handed:
+            summary.handed_back += self.manager.unclaim(handed)
+            for job in handed:
+                self._release(job.id)
+
+    def _stop(self, summary: Summary, grace: float | None) -> None:
+        """Hand back what never started; let running jobs end (grace: then cut them short). Under a supervisor,
+        running jobs end when they end: it enforces time limits and the grace period by ending this process."""
+        self._hand_back(summary)
+        deadline = None if grace is None or self.supervised else time.monotonic() + grace
+        while self._live() and (deadline is None or time.monotonic() < deadline) and not self.orphaned():
+            self._take(self.executor.poll(0.1), summary)
+            self.writer.flush(summary)
+            self.keeper.start()
+        if self._live() and not self.supervised:
+            now = self.clock.now()
+            cut = self.executor.kill()
+            self._take([Result(job.id, INTERRUPTED, now, now, error=f"interrupted: the runner stopped and its "
+                               f"{grace:g}s grace period ended") for job in cut if job.id in self._jobs], summary)
+        self.writer.flush(summary, force=True)
+        self.writer.drain()
+
+    def _orphan_stop(self, summary: Summary) -> None:
+        """The supervisor is gone: write what has ended, hand back what never started, and stop now (running
+        jobs are cut short with this process; compensate recovers them when their leases run out)."""
+        self._hand_back(summary)
+        self._take(self.executor.poll(0), summary)
+        self.writer.flush(summary, force=True)
+        self.writer.drain()
+
+    def _abort(self, summary: Summary, error: BaseException) -> None:
+        """The loop failed: hand back and record what can be, quietly. Not after a backend error: the store or
+        index stopped answering, and another wait on it would break the one bound on the runner's end
+        (DELAYQ_DB_TIMEOUT / DELAYQ_REDIS_TIMEOUT); compensate recovers these jobs when their leases run out."""
+        if isinstance(error, DelayqError):
+            self.executor.stop()
+            return
+        try:
+            handed = self._unsubmitted(summary) + self.executor.stop()
+            self.manager.unclaim(handed)
+            for job in handed:
+                self._release(job.id)
+            if not self.supervised:
+                now = self.clock.now()
+                cut = self.executor.kill()
+                self._take([Result(job.id, INTERRUPTED, now, now, error="interrupted: the runner failed")
+                            for job in cut if job.id in self._jobs], summary)
+            self.writer.flush(summary, force=True)
+            self.writer.drain()
+        except (DelayqError, OSError) as exc:
+            log.warning("while stopping after an error: %s", exc)
+
+    def _unsubmitted(self, summary: Summary) -> list[Job]:
+        """The jobs of the claims still under way when the loop ended: to hand back with the others."""
+        jobs: list[Job] = []
+        for future, _ in list(self.claimer.under_way):
+            wait_futures([future])
+            try:
+                jobs += self._collect(future, summary)
+            except DelayqError as exc:   # nothing claimed: its jobs (if any) come back when their lease runs out
+                log.warning("a claim under way when the runner stopped failed: %s", exc)
+                self.claimer.under_way = [claim for claim in self.claimer.under_way if claim[0] is not future]
+        return jobs
+
+    def close(self) -> None:
+        self.keeper.stop()
+        self.claimer.close()
+        self.writer.drain()
+        self.writer.close()
+        self.executor.stop()
