@@ -128,6 +128,11 @@ SELECT b.priority, (SELECT due_at FROM {jobs} WHERE status = 'pending' AND queue
 SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
   AND due_at <= :now ORDER BY due_at, id LIMIT :limit {skip_locked}
 
+-- name: lock_pending
+-- Of some ids, those still pending, locked until they are started (a claimer starts only what it moved itself: the
+-- same claimer's token may already hold one of them, claimed twice in a failover that lost the first claim's write).
+SELECT id FROM {jobs} WHERE id IN (:ids) AND status = 'pending' {for_update}
+
 -- name: lock_held
 -- Of some ids, those a claim token still holds, locked until the outcome is written.
 SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
@@ -187,6 +192,12 @@ WHERE id = :id AND claim_token = :token AND status = 'running' AND lease_until >
 -- The supervisor of running jobs is alive: their leases move on (a lease runs out only when its runner dies).
 UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
 WHERE id IN (:ids) AND claim_token = :token AND status = 'running'
+
+-- name: keep_alive_held
+-- The holders (claim tokens) are alive: the leases of every job they hold move on (a supervisor, for its worker
+-- processes: whatever a job does inside a worker, its leases are kept while the worker lives and is watched).
+UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
+WHERE status = 'running' AND claim_token IN (:tokens)
 
 -- name: extend_lease
 -- Push a running job's lease out (a long job asking for more time).

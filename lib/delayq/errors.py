@@ -55,6 +55,8 @@ class CallableRefused(InvalidInput):
 class BackendError(DelayqError):
     """A database or Redis failed or is unreachable; the message names which, never credentials."""
 
+    retryable = False       # the server rolled the whole transaction back (a deadlock's victim): run it again
+
 
 class SchemaError(BackendError):
     """The database answers but delayq's tables are missing, too old or too new for this code."""

@@ -184,6 +184,10 @@ class Manager:
         self.index.reschedule([(j.id, j.queue, j.due_at, j.priority) for j in back])
         return back
 
+    def keep_claims(self, tokens: list[str]) -> int:
+        """The holders are alive (a supervisor's children): the leases of all they hold move on; returns how many."""
+        return self.store.keep_alive_held(tokens, self.clock.now(), self.lease) if tokens else 0
+
     def held(self, token: str) -> list[Job]:
         """The running jobs a claim token still holds (its holder died: recovery reads them)."""
         return self.store.held(token)

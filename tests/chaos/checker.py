@@ -251,14 +251,24 @@ class Checker:
 
     def recovered_late(self, row: Row, run: Run, later: list[Run]) -> str | None:
         """A died run's job must run again or become final within lease + one compensate period + slack of the
-        death, plus the time a server was paused or failing over meanwhile (nothing can recover through that)."""
+        death, plus the time a server was paused or failing over meanwhile (nothing can recover through that; a
+        pause that begins before that bound is over moves the bound on by its whole length)."""
         died = self.procs.death_of(run)
         base = self.limits.lease + self.limits.compensate_every + self.limits.stuck_slack
-        bound = base + self.server_time(died, died + base)
+        bound = base
+        for _ in range(10):          # a pause that begins within the bound moves it on by its whole length
+            longer = base + self.server_time(died, died + bound)
+            if longer <= bound:
+                break
+            bound = longer
         final = row.finished_at if row.status in FINAL and row.finished_at and row.finished_at >= run.t else None
         # claimed again counts too (an attempt row of a later attempt): that claim may itself have been cut short
         # by another fault before its job began, which no history record shows
         claimed = [a.started_at for a in self.attempts.get(row.id, []) if a.attempt > run.attempt and a.started_at]
+        # or recovered: the died run's own attempt row, written by the recovery that made the job pending again
+        # (running it then waits for a runner, which a paused server may have ended: cron starts the next)
+        claimed += [a.finished_at for a in self.attempts.get(row.id, [])
+                    if a.attempt == run.attempt and a.finished_at and a.finished_at >= died]
         nexts = [r.t for r in later] + ([final] if final is not None else []) + claimed
         if not nexts:
             return None                   # never recovered: "still running at the end" already says it

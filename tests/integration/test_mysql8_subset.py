@@ -132,6 +132,7 @@ def _steps_and_recovery(store) -> None:
     expired = {e.id: e for e in store.expired(NOW + 1000, 10)}
     assert {job.id, plain.id} <= set(expired) and expired[job.id].manual_running == 1
     assert [j.id for j in store.held("t5")] == [plain.id] and store.hand_off(plain.id, "t5", "t6", NOW)
+    assert store.keep_alive_held(["t4", "t6"], NOW + 1000, 60) == 2
     lost = [Outcome(expired[job.id], FAILED, NOW, NOW + 1000, "unknown", interrupted=True, label="interrupted"),
             Outcome(replace(expired[plain.id], token="t6"), PENDING, NOW, NOW + 1000, "interrupted", NOW + 1000,
                     interrupted=True, solo=True)]

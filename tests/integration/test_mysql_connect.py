@@ -137,3 +137,36 @@ def _login() -> dict:
     parts = urlsplit(MYSQL_URL)
     return {"host": parts.hostname or "127.0.0.1", "port": parts.port or 3306, "user": parts.username or "root",
             "password": parts.password or "", "database": parts.path.lstrip("/") or None}
+
+
+def test_a_transaction_chosen_as_a_deadlock_s_victim_is_run_again(store):
+    """The runner's writes meet each other on the same rows (claims, outcomes, leases); InnoDB then rolls one back
+    whole (1213): `retried` runs it again instead of ending the runner. The other side here has changed rows and
+    ours has only locked some, so InnoDB picks ours as the victim."""
+    a, b = [r.id for r in store.insert_jobs([JobSpec("examples.shop:noop", "{}", NOW)] * 2, NOW)]
+    jobs = f"{store.prefix}_jobs"
+    runs: list[int] = []
+    done: list = []
+    locked = threading.Event()
+
+    def body(cur):
+        runs.append(1)
+        cur.execute(f"SELECT id FROM {jobs} WHERE id = %s FOR UPDATE", (a,))
+        locked.set()
+        cur.execute(f"SELECT id FROM {jobs} WHERE id = %s FOR UPDATE", (b,))     # waits for the other side
+        return True
+
+    other = pymysql.connect(host="127.0.0.1", user="root", database="test", autocommit=False)
+    worker = threading.Thread(target=lambda: done.append(store.retried(body)))
+    try:
+        with other.cursor() as cur:
+            cur.execute(f"UPDATE {jobs} SET updated_at = updated_at + 1 WHERE id = %s", (b,))
+            worker.start()
+            assert locked.wait(10)
+            time.sleep(0.2)                          # (the store's second lock wait has begun: nothing to poll for)
+            cur.execute(f"UPDATE {jobs} SET updated_at = updated_at + 1 WHERE id = %s", (a,))   # the cycle closes
+        other.commit()
+    finally:
+        other.close()
+        worker.join(20)
+    assert done == [True] and len(runs) == 2

@@ -243,6 +243,22 @@ def test_expired_leases_give_what_recovery_needs_and_are_recovered_once(store):
     assert [s.status for s in store.steps(job.id)] == [FAILED]           # a manual step is never run again
 
 
+def test_a_start_under_a_token_that_already_holds_the_job_returns_nothing(store):
+    """A worker claims under one token all its life: if a failover lost its first claim's write in Redis, its next
+    claim may bring the same id again, and the job must not run twice at once in it."""
+    [job] = started(store)
+    assert store.start([job.id], "tok", NOW + 1, 300.0) == []
+    assert store.get(job.id).attempts == 1
+
+
+def test_the_leases_of_everything_live_holders_hold_move_on_in_one_call(store):
+    a, b = started(store, 1, token="w1")[0], started(store, 1, token="w2")[0]
+    other = started(store, 1, token="w3")[0]
+    assert store.keep_alive_held(["w1", "w2"], NOW + 100, 300.0) == 2
+    assert [store.get(j.id).lease_until for j in (a, b, other)] == [NOW + 400, NOW + 400, NOW + 300]
+    assert store.keep_alive_held([], NOW, 300.0) == 0
+
+
 def test_a_dead_holder_s_jobs_are_found_by_its_token_and_can_be_handed_on(store):
     [a, b] = started(store, 2)
     assert {j.id for j in store.held("tok")} == {a.id, b.id}

@@ -212,6 +212,8 @@ def test_a_died_run_recovered_past_lease_plus_compensate_is_flagged_within_it_is
     assert rep_with(24.0).violations == []
     paused = rep_with(40.0, [Fault("stop_mariadb", 12.0, until=32.0)])
     assert paused.count(4) == 0
+    two = [Fault("stop_mariadb", 12.0, until=20.0), Fault("stop_redis", 24.0, until=40.0)]   # one after the other
+    assert rep_with(48.0, two).count(4) == 0 and rep_with(52.0, two).count(4) == 1
 
 
 def test_a_died_run_claimed_again_in_time_is_recovered_even_if_that_claim_was_cut_short_before_it_began():

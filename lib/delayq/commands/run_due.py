@@ -13,6 +13,8 @@ from ..errors import InvalidInput
 from ..runner import DEFAULT_CONCURRENCY, DEFAULT_GRACE, Runner
 from ..workers import Heartbeat
 
+STOP: list[bool] = []     # bin/run_due.py: a SIGTERM came before execute() installed its handler
+
 EPILOG = """Jobs run in --processes worker processes (default 1) of --concurrency threads each (default 16, or
 DELAYQ_CONCURRENCY, or the queue's "concurrency" in DELAYQ_QUEUES): a job that waits on an upstream does
 not hold up the others, and a job that ends its process takes only its worker down. A job runs at most its
@@ -52,7 +54,18 @@ def execute(args, settings) -> int:
     concurrency = args.concurrency or settings.concurrency or (
         limits.get(queues[0]) if len(queues) == 1 else None) or DEFAULT_CONCURRENCY
     timeout = validate.duration(args.timeout, "--timeout", 1, validate.MAX_LEASE) if args.timeout else settings.timeout
-    stop: list[bool] = []
+    stop: list[bool] = [True] if STOP else []      # a SIGTERM that came while Python was importing (bin/run_due.py)
+    runner: Runner | None = None
+
+    def on_signal(*_: object) -> None:
+        if stop and runner is not None:    # a second signal: no more grace
+            runner.grace = 0.0
+        stop.append(True)
+        if runner is not None:
+            runner.wake()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     manager = app.open_manager(settings)
     # With --json, stdout carries one JSON object: what jobs print (in this process or a worker) goes to stderr.
     with stdout_to_stderr() if args.json else contextlib.nullcontext():
@@ -63,15 +76,6 @@ def execute(args, settings) -> int:
                         should_stop=lambda: bool(stop), pipeline=args.seconds > 0, timeout=timeout, grace=args.grace,
                         queue_limits=limits if len(queues) > 1 else None, reopen=lambda: app.open_manager(settings),
                         beat=beat.tick)
-
-        def on_signal(*_: object) -> None:
-            if stop:                       # a second signal: no more grace
-                runner.grace = 0.0
-            stop.append(True)
-            runner.wake()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
         # a one-shot pass shows up only if it runs past one beat; worker processes: the supervisor beats, no thread
         beat.start(at_once=args.seconds > 0, thread=args.processes == 0)
         failed = True

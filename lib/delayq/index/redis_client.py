@@ -332,6 +332,9 @@ _REFIT = 0.1            # seconds a socket's timeout may differ from the time le
 _MIN_ATTEMPT = 0.1      # seconds of the bound below which Failover.call makes no further attempt
 
 
+LAST_LOOK = 0.05            # seconds a wait gets once its call's bound passed (a reply may be waiting)
+
+
 class _Deadline(threading.local):
     """This thread's deadline (time.monotonic()) for the Redis call it is in; None between calls."""
 
@@ -365,9 +368,7 @@ class _Bounded:
         at = _deadline.at
         if at is None:
             return super()._connect()  # type: ignore[misc]
-        left = at - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no time left of the call's bound")   # socket.timeout: "Timeout connecting to server"
+        left = max(at - time.monotonic(), LAST_LOOK)     # past the bound: one short look, not none
         given = self.socket_connect_timeout, self.socket_timeout      # type: ignore[attr-defined]
         self.socket_connect_timeout, self.socket_timeout = (_within(t, left) for t in given)
         self._fitted_for, self._stale_at = at, time.monotonic() + _REFIT
@@ -387,8 +388,8 @@ class _Bounded:
         return super().read_response(*args, **kwargs)  # type: ignore[misc]
 
     def _fit_socket(self) -> None:
-        """The open socket's timeout, set to the time left of the call (its own timeout outside one); none left:
-        disconnected, and the call ends as a timeout."""
+        """The open socket's timeout, set to the time left of the call (its own timeout outside one), LAST_LOOK at
+        least."""
         at, now = _deadline.at, time.monotonic()
         self._fitted_for, self._stale_at = at, (now + _REFIT if at is not None else float("inf"))
         sock = self._sock  # type: ignore[attr-defined]
@@ -396,12 +397,9 @@ class _Bounded:
             self._stale_at = float("-inf")      # not connected: _connect fits the new socket
             return
         own = self.socket_timeout  # type: ignore[attr-defined]
-        wanted = own if at is None else _within(own, at - now)
-        if wanted is not None and wanted <= 0:
-            from redis.exceptions import TimeoutError as RedisTimeout
-
-            self.disconnect()  # type: ignore[attr-defined]
-            raise RedisTimeout("Timeout: no time left of the call's bound")
+        # past the bound: LAST_LOOK, so that a reply already there is read (this thread may have waited for the
+        # interpreter while another held it) and a silent server ends the call a moment later
+        wanted = own if at is None else _within(own, max(at - now, LAST_LOOK))
         current = sock.gettimeout()
         if current != wanted and (current is None or wanted is None or abs(current - wanted) > _REFIT):
             sock.settimeout(wanted)

@@ -98,6 +98,7 @@ class Supervisor:
         self._deaths: list[float] = []
         self._oom = _oom_kills()
         self._spawned = 0
+        self._kept_at = time.monotonic()
         self._stop_at: float | None = None
         _subreaper()
 
@@ -164,8 +165,20 @@ class Supervisor:
             self._grace_over()
         elif not window_over and not one_pass:
             self._replace()
+        self._keep_leases()
         if self.beat is not None:
             self.beat()
+
+    def _keep_leases(self) -> None:
+        """Every third of a lease: the leases of everything the live children hold move on, in one statement. Done
+        here, not in the workers: a job holding its worker's interpreter (a C call, a hog) must not let its
+        batch-mates' leases run out; a child that hangs as a whole is ended by the time limits, not by its leases."""
+        now = time.monotonic()
+        if now < self._kept_at + min(30.0, self.manager.lease / 3):
+            return
+        self._kept_at = now
+        self.manager.keep_claims([c.token for c in self.children.values() if not c.killed]
+                                 + [token for _, token in self.solo_queue])
 
     def _wait(self, seconds: float) -> None:
         try:
@@ -413,9 +426,8 @@ class Supervisor:
             done = recovery.settle(self.manager, jobs, judge, solo)
             if claims:
                 self.manager.requeue_claims(token)
-        except DelayqError as exc:
-            log.warning("could not recover the jobs of a dead process now (compensate will, once their leases "
-                        "run out): %s", exc)
+        except DelayqError as exc:      # the runner fails with it (compensate recovers these once leases run out)
+            self.failure = self.failure or str(exc)
             return
         self.summary.count_recovered(done)
 

@@ -102,7 +102,7 @@ class Worker:
         self._submit(self._claim_now(self.batch, summary))
         while self._jobs:
             self._take(self.executor.poll(0.05), summary)
-            self.keeper.start()
+            self._keep()
         self.writer.flush(summary, force=True)
         if drain:
             self.writer.drain()
@@ -114,7 +114,7 @@ class Worker:
         self._submit(self._held(jobs))
         while self._live() and not self.orphaned():     # orphaned: nobody would stop it past its time limit
             self._take(self.executor.poll(0.1), summary)
-            self.keeper.start()
+            self._keep()
         self.writer.flush(summary, force=True)
         self.writer.drain()
         return summary
@@ -182,8 +182,10 @@ class Worker:
             self._keep()
 
     def _keep(self) -> None:
-        """The lease keeper runs (started once); if the store stopped answering it, the worker fails with that."""
-        self.keeper.start()
+        """The lease keeper runs (started once; under a supervisor, the supervisor keeps the leases: a job holding
+        this process's interpreter cannot stop that); if the store stopped answering it, the worker fails."""
+        if not self.supervised:
+            self.keeper.start()
         if self.keeper.error is not None:
             raise self.keeper.error
 
@@ -218,10 +220,12 @@ class Worker:
         return self._held(jobs)
 
     def _held(self, jobs: list[Job]) -> list[Job]:
-        """A ledger slot for each job just claimed (written before anything else happens to it)."""
-        for job in jobs:
+        """A ledger slot for each job just claimed (written before anything else happens to it); a job already
+        held here is not taken twice."""
+        fresh = [job for job in jobs if job.id not in self.slots]
+        for job in fresh:
             self.slots[job.id] = self.ledger.take(job.id)
-        return jobs
+        return fresh
 
     def _submit(self, jobs: list[Job]) -> None:
         if jobs:
@@ -300,7 +304,7 @@ class Worker:
         while self._live() and (deadline is None or time.monotonic() < deadline) and not self.orphaned():
             self._take(self.executor.poll(0.1), summary)
             self.writer.flush(summary)
-            self.keeper.start()
+            self._keep()
         if self._live() and not self.supervised:
             now = self.clock.now()
             cut = self.executor.kill()

@@ -175,6 +175,11 @@ class ClaimStore(ABC):
         """
 
     @abstractmethod
+    def keep_alive_held(self, tokens: list[str], now: float, lease: float) -> int:
+        """Move the leases of every running job these claim tokens hold to now + their lease (else `lease`);
+        returns how many. One statement, whatever they hold."""
+
+    @abstractmethod
     def held(self, token: str) -> list[Job]:
         """The running jobs a claim token holds, with what recovering them needs (started_at: NULL for an
         at-most-once job that never began; manual_running: manual steps marked running). Their holder died."""

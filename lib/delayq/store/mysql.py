@@ -18,6 +18,7 @@ from .pool import Pool
 from .sql import SqlStore
 
 _NO_TABLE = 1146
+_ROLLED_BACK = (1213, 1205)            # a deadlock's victim; a lock wait that timed out (the transaction is retried)
 _ACCESS_DENIED = (1045, 1698)          # wrong password; a user the server does not know over this transport
 _NO_DATABASE = 1049
 _DB_DENIED = 1044
@@ -75,6 +76,9 @@ def escape(text: str) -> str:
     return text
 
 
+LAST_LOOK = 0.05            # seconds a wait gets once its operation's deadline passed (an answer may be waiting)
+
+
 class _Connection(pymysql.connections.Connection):
     """PyMySQL's connection, with the TLS context of its default PREFERRED mode made once per process, and
     long strings escaped faster.
@@ -108,17 +112,16 @@ class _Connection(pymysql.connections.Connection):
 
     def _fit_timeout(self) -> None:
         """The next waits get the time left of their operation (at most one wait's own bound) for the next _REFIT
-        seconds; with none left the connection is closed, as PyMySQL closes one whose wait timed out, and the
-        operation ends as a timeout. The socket's timeout is set only when it is more than _REFIT off:
+        seconds; with none left, LAST_LOOK: an answer already there is read (this thread may have waited for the
+        interpreter while another held it, a memory hog say), a server that is silent ends the operation as a
+        timeout a moment later. The socket's timeout is set only when it is more than _REFIT off:
         settimeout() releases the GIL, which costs a busy runner's threads more than a wait 0.1 s late."""
         at, now = _deadline.at, time.monotonic()
         if at is None:
             wanted, self._stale_at = self._per_wait, float("inf")
         else:
             wanted, self._stale_at = min(self._per_wait, at - now), now + _REFIT
-        if wanted <= 0:
-            self._force_close()
-            raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, _TIMED_OUT)
+        wanted = max(wanted, LAST_LOOK)     # past the deadline: one short look (a GIL stall is not a silent server)
         current = self._current_timeout
         if self._sock is not None and (current is None or abs(current - wanted) > _REFIT):
             self._sock.settimeout(wanted)
@@ -220,6 +223,10 @@ class MySQLStore(SqlStore):
         """The server's own errors have codes below 2000; 2000 and up (and none) are the client's: lost, timed out."""
         args = getattr(exc, "args", ())
         return bool(args) and isinstance(args[0], int) and 0 < args[0] < 2000
+
+    def _rolled_back(self, exc: BaseException) -> bool:
+        args = getattr(exc, "args", ())
+        return bool(args) and args[0] in _ROLLED_BACK
 
     def _missing_table(self, exc: BaseException) -> bool:
         return bool(getattr(exc, "args", ())) and exc.args[0] == _NO_TABLE

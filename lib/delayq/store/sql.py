@@ -8,7 +8,7 @@ tokens where the SQL differs. All SQL text comes from the package's sql/ by name
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import BackendError, SchemaError
 from .base import Store
@@ -22,6 +22,10 @@ from .sql_reporting import ReportingSql
 from .sql_steps import StepsSql
 
 _UNBOUNDED = nullcontext()
+
+
+T = TypeVar("T")
+DEADLOCK_TRIES = 3
 
 
 class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql, Store):
@@ -136,7 +140,26 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
 
     def _failed(self, exc: BaseException, more: str = "") -> BackendError:
         """A driver error as the one error callers see: the backend, where, the cause (never the password)."""
-        return BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}{more}")
+        error = BackendError(f"{self.backend} at {self.where} failed: {self._explain(exc)}{more}")
+        error.retryable = self._rolled_back(exc)
+        return error
+
+    def _rolled_back(self, exc: BaseException) -> bool:
+        """Whether the server rolled the whole transaction back by its own choice (a deadlock's victim)."""
+        return False
+
+    def retried(self, body: Callable[[Any], T], write: bool = True) -> T:
+        """body(cursor) in one transaction, run again (DEADLOCK_TRIES in all) when the server chose it as a
+        deadlock's victim and rolled it back whole: for the runner's writes, which meet each other on the same
+        rows (claims, outcomes, leases), where a deadlock is a normal event, not a failure."""
+        for attempt in range(DEADLOCK_TRIES):
+            try:
+                with self.tx(write) as cur:
+                    return body(cur)
+            except BackendError as exc:
+                if not exc.retryable or attempt == DEADLOCK_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def run(self, cur: Any, query: str, /, **params: Any) -> Any:
         """Execute the named query with bound parameters; returns the cursor."""

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..fairness import fair_pick
 from ..jobs import FAILED, MAX_PRIORITY, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
-from .sql_jobs import CHUNK, rows_to_jobs
+from .sql_jobs import CHUNK, chunks, rows_to_jobs
 
 _FINISH = ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out"))
 
@@ -41,14 +41,17 @@ class ClaimsSql:
     q: Any
     run: Any
     tx: Any
+    retried: Any
     returning: bool
     _insert: Any
 
     def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
         if not ids:
             return []
-        with self.tx() as cur:
-            return self._start(cur, ids, token, now, lease)
+        def start(cur: Any) -> list[Job]:
+            pending = {row[0] for part in chunks(ids) for row in self.run(cur, "lock_pending", ids=part).fetchall()}
+            return self._start(cur, [i for i in ids if i in pending], token, now, lease)
+        return self.retried(start)
 
     def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> list[Job]:
         jobs: list[Job] = []
@@ -70,12 +73,13 @@ class ClaimsSql:
         return rows_to_jobs(self.run(cur, "select_claimed", ids=ids, token=token))
 
     def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:
-        with self.tx() as cur:
+        def claim(cur: Any) -> list[Job]:
             # Each queue's candidates, locked (others skip them): its priority levels from the highest down,
             # each level's due jobs earliest first, until `limit` are found (by_claim ranges, read in order).
             candidates = [self._lock_due(cur, queue, now, limit) for queue in queues]
             ids = fair_pick(candidates, limit)
             return in_order(self._start(cur, ids, token, now, lease), ids) if ids else []
+        return self.retried(claim)
 
     def _lock_due(self, cur: Any, queue: str, now: float, limit: int) -> list[tuple]:
         rows: list[tuple] = []
@@ -111,22 +115,24 @@ class ClaimsSql:
                witnessed: bool = True) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         if not outcomes:
             return set(), []
-        try:   # the usual case: every claim still holds its jobs, checked by the update counts
-            with self.tx() as cur:
-                updated, followups = self._write_outcomes(cur, outcomes, outcomes, now)
-                if updated != len(outcomes):
-                    raise _NotAllHeld
-            return {o.job.id for o in outcomes}, followups
-        except _NotAllHeld:
-            pass
-        with self.tx() as cur:   # some lease was taken over: lock the rows, write only those still held
+        def all_held(cur: Any) -> list[tuple[int, str, float, int]]:
+            updated, followups = self._write_outcomes(cur, outcomes, outcomes, now)
+            if updated != len(outcomes):
+                raise _NotAllHeld
+            return followups
+
+        def some_held(cur: Any) -> tuple[set[int], list[tuple[int, str, float, int]]]:
             held: set[int] = set()
             for token, group in _by_token(outcomes).items():
                 rows = self.run(cur, "lock_held", ids=[o.job.id for o in group], token=token).fetchall()
                 held.update(row[0] for row in rows)
             mine = [o for o in outcomes if o.job.id in held]
             _, followups = self._write_outcomes(cur, mine, outcomes if witnessed else mine, now)
-        return held, followups
+            return held, followups
+        try:   # the usual case: every claim still holds its jobs, checked by the update counts
+            return {o.job.id for o in outcomes}, self.retried(all_held)
+        except _NotAllHeld:
+            return self.retried(some_held)   # some lease was taken over: lock the rows, write only those still held
 
     def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome],
                         now: float) -> tuple[int, list[tuple[int, str, float, int]]]:
@@ -158,36 +164,41 @@ class ClaimsSql:
         return updated, [(i, spec.queue, spec.due_at, spec.priority) for i, spec in zip(ids, handlers)]
 
     def unclaim(self, jobs: list[Job], now: float) -> list[Job]:
-        held: list[Job] = []
-        with self.tx() as cur:
+        def unclaim(cur: Any) -> list[Job]:
+            held: list[Job] = []
             for token, group in _group_jobs(jobs).items():
                 self.run(cur, "unclaim_jobs", now=now, token=token, ids=[j.id for j in group])
                 rows = self.run(cur, "select_statuses", ids=[j.id for j in group]).fetchall()
                 pending = {job_id for job_id, status in rows if status == PENDING}
                 held.extend(j for j in group if j.id in pending)
-        return held
+            return held
+        return self.retried(unclaim)
 
     def keep_alive(self, jobs: list[Job], now: float, lease: float) -> int:
-        kept = 0
-        if jobs:
-            with self.tx() as cur:
-                for token, group in _group_jobs(jobs).items():
-                    for start in range(0, len(group), CHUNK):
-                        ids = [j.id for j in group[start:start + CHUNK]]
-                        kept += self.run(cur, "keep_alive", now=now, lease=lease, token=token, ids=ids).rowcount
-        return kept
+        def keep(cur: Any) -> int:
+            kept = 0
+            for token, group in _group_jobs(jobs).items():
+                for start in range(0, len(group), CHUNK):
+                    ids = [j.id for j in group[start:start + CHUNK]]
+                    kept += self.run(cur, "keep_alive", now=now, lease=lease, token=token, ids=ids).rowcount
+            return kept
+        return self.retried(keep) if jobs else 0
+
+    def keep_alive_held(self, tokens: list[str], now: float, lease: float) -> int:
+        if not tokens:
+            return 0
+        return self.retried(lambda cur: self.run(cur, "keep_alive_held", now=now, lease=lease, tokens=tokens).rowcount)
 
     def held(self, token: str) -> list[Job]:
         with self.tx(write=False) as cur:
             return rows_to_jobs(self.run(cur, "select_held", token=token))
 
     def hand_off(self, job_id: int, token: str, new_token: str, now: float) -> bool:
-        with self.tx() as cur:
-            return self.run(cur, "hand_off", id=job_id, token=token, new_token=new_token, now=now).rowcount == 1
+        return self.retried(lambda cur: self.run(cur, "hand_off", id=job_id, token=token, new_token=new_token,
+                                                 now=now).rowcount == 1)
 
     def begin_job(self, job_id: int, token: str, now: float) -> bool:
-        with self.tx() as cur:
-            return self.run(cur, "begin_job", now=now, id=job_id, token=token).rowcount == 1
+        return self.retried(lambda cur: self.run(cur, "begin_job", now=now, id=job_id, token=token).rowcount == 1)
 
     def extend_lease(self, job_id: int, token: str, until: float, now: float) -> bool:
         with self.tx() as cur:
