@@ -128,11 +128,6 @@ SELECT b.priority, (SELECT due_at FROM {jobs} WHERE status = 'pending' AND queue
 SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
   AND due_at <= :now ORDER BY due_at, id LIMIT :limit {skip_locked}
 
--- name: lock_pending
--- Of some ids, those still pending, locked until they are started (a claimer starts only what it moved itself: the
--- same claimer's token may already hold one of them, claimed twice in a failover that lost the first claim's write).
-SELECT id FROM {jobs} WHERE id IN (:ids) AND status = 'pending' {for_update}
-
 -- name: lock_held
 -- Of some ids, those a claim token still holds, locked until the outcome is written.
 SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
@@ -171,12 +166,13 @@ WHERE id = :id AND claim_token = :token
 -- Append attempt rows given as one JSON array (:rows). (Per dialect: JSON_TABLE / json_each.)
 
 -- name: select_held
--- The jobs a claim token still holds (running): what recovery needs when their holder died, manual steps included.
+-- The jobs a holder (a claim token's first 16 characters: one process) still holds (running), whatever claim brought
+-- each: what recovery needs when it died, manual steps included.
 SELECT j.id, j.queue, j.ext, j.callable, j.args, j.attempts, j.max_attempts, j.ladder, j.due_at, j.deadline,
   j.priority, j.at_most_once, j.lease_until, j.lease_seconds, j.timeout_seconds, j.crashes, j.on_timeout,
   j.claim_token, j.solo, j.started_at,
   (SELECT COUNT(*) FROM {steps} s WHERE s.job_id = j.id AND s.mode = 'manual' AND s.status = 'running') AS manual_running
-FROM {jobs} j WHERE j.status = 'running' AND j.claim_token = :token ORDER BY j.id
+FROM {jobs} j WHERE j.status = 'running' AND SUBSTR(j.claim_token, 1, 16) = :holder ORDER BY j.id
 
 -- name: hand_off
 -- A running job passes from one claim token to another (a worker hands it to a process of its own).
@@ -194,10 +190,10 @@ UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_
 WHERE id IN (:ids) AND claim_token = :token AND status = 'running'
 
 -- name: keep_alive_held
--- The holders (claim tokens) are alive: the leases of every job they hold move on (a supervisor, for its worker
--- processes: whatever a job does inside a worker, its leases are kept while the worker lives and is watched).
+-- The holders (a claim token's first 16 characters) are alive: the leases of every job they hold move on (a
+-- supervisor, for its worker processes: whatever a job does inside a worker, its leases are kept while it lives).
 UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
-WHERE status = 'running' AND claim_token IN (:tokens)
+WHERE status = 'running' AND SUBSTR(claim_token, 1, 16) IN (:holders)
 
 -- name: extend_lease
 -- Push a running job's lease out (a long job asking for more time).

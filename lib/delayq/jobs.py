@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import operator
+import secrets
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -19,6 +20,8 @@ STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
 FINAL = (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
 ISOLATED = "w"              # the first letter of the claim tokens of worker and solo processes, which run nothing
                             # but jobs: when such a lease runs out, its whole runner vanished, and no job is to blame
+HOLDER = 16                 # a claim token's first characters name its holder (one process, all its life); the
+                            # other 16 name one claim: whatever ends a process, its rows are found by its holder
 MAX_PRIORITY = 1000         # priorities run from -MAX_PRIORITY to MAX_PRIORITY; higher is claimed first
 
 
@@ -131,3 +134,13 @@ class Outcome:
         if self.status == PENDING:
             return "snoozed" if self.snoozed else "retry"
         return self.status
+
+
+def new_holder(kind: str) -> str:
+    """A holder's name: `kind` (ISOLATED for a process that runs nothing but jobs), then random characters."""
+    return kind + secrets.token_hex(HOLDER // 2)[:HOLDER - len(kind)]
+
+
+def claim_token(holder: str) -> str:
+    """A new claim's token: its holder, then random characters (32 in all: the column's size)."""
+    return holder + secrets.token_hex(8)

@@ -20,7 +20,7 @@ from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
 from .grouping import Group
 from .index import DueIndex
-from .jobs import FINAL, PENDING, Attempt, Job, JobSpec, Outcome
+from .jobs import FINAL, PENDING, Attempt, Job, JobSpec, Outcome, claim_token, new_holder
 from .registry import Registry
 from .search import MAX_PAGE, JobFilter
 from .store import Cancelled, Changed, Inserted, Step, StepStore, Store
@@ -148,15 +148,16 @@ class Manager:
         return result
 
     # -- claim, run, finish (the runner) --------------------------------------
-    def claim(self, queues: list[str], limit: int, token: str | None = None) -> list[Job]:
-        """Claim up to `limit` due jobs of `queues` not paused, marked running under `token` (each job carries it;
-        a worker claims under one token all its life, so whatever ends it, its rows are found by it; default:
-        a new token).
+    def claim(self, queues: list[str], limit: int, holder: str | None = None) -> list[Job]:
+        """Claim up to `limit` due jobs of `queues` not paused, marked running under a new claim token of `holder`
+        (each job carries it; a worker is one holder all its life, so whatever ends it, its rows are found by its
+        holder: held(); default: a holder of its own).
 
         The start of a pass: the clock reads its server here (once per pass, at most once a second)."""
         now = self.clock.sync()
         active = self.active(queues, now)
-        return self.index.claim(active, now, limit, token or secrets.token_hex(16), self.lease) if active else []
+        token = claim_token(holder or new_holder("c"))
+        return self.index.claim(active, now, limit, token, self.lease) if active else []
 
     def finish(self, outcomes: list[Outcome], witnessed: bool = True) -> set[int]:
         """Commit outcomes, then update the index for the jobs whose claim still held; returns those ids.
@@ -184,17 +185,18 @@ class Manager:
         self.index.reschedule([(j.id, j.queue, j.due_at, j.priority) for j in back])
         return back
 
-    def keep_claims(self, tokens: list[str]) -> int:
+    def keep_claims(self, holders: list[str]) -> int:
         """The holders are alive (a supervisor's children): the leases of all they hold move on; returns how many."""
-        return self.store.keep_alive_held(tokens, self.clock.now(), self.lease) if tokens else 0
+        return self.store.keep_alive_held(holders, self.clock.now(), self.lease) if holders else 0
 
-    def held(self, token: str) -> list[Job]:
-        """The running jobs a claim token still holds (its holder died: recovery reads them)."""
-        return self.store.held(token)
+    def held(self, holder: str) -> list[Job]:
+        """The running jobs a holder still holds, whatever claim brought each (it died: recovery reads them)."""
+        return self.store.held(holder)
 
-    def hand_off(self, job: Job, token: str) -> Job | None:
-        """A claimed job passes to a new claim token (a worker hands it to a process of its own); None if the
-        job's own token no longer holds it."""
+    def hand_off(self, job: Job, holder: str) -> Job | None:
+        """A claimed job passes to another holder (a worker hands it to a process of its own), under a new claim
+        token; None if the job's own token no longer holds it."""
+        token = claim_token(holder)
         if not self.store.hand_off(job.id, job.token or "", token, self.clock.now()):
             return None
         return replace(job, token=token)
@@ -363,9 +365,9 @@ class Manager:
         """In-flight ids of claims cut short between their two steps, due again now (each compensate run)."""
         return recovery.requeue_stranded(self.store, self.index, self.clock.now())
 
-    def requeue_claims(self, token: str) -> int:
-        """Ids a dead claimer (`token`) left in flight with their rows still pending, due again now."""
-        return recovery.requeue_claims(self.store, self.index, token)
+    def requeue_claims(self, holder: str) -> int:
+        """Ids a dead claimer (`holder`) left in flight with their rows still pending, due again now."""
+        return recovery.requeue_claims(self.store, self.index, holder)
 
     def reconcile(self, progress: Callable[[int], None] | None = None) -> recovery.Reconciled:
         """The due index made to match the rows (a no-op for the in-database index)."""

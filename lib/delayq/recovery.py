@@ -142,13 +142,13 @@ def requeue_stranded(store: MaintenanceStore, index: DueIndex, now: float) -> in
     return moved
 
 
-def requeue_claims(store: MaintenanceStore, index: DueIndex, token: str) -> int:
-    """A claimer that just died (its token known) may have moved ids in flight without moving their rows to
+def requeue_claims(store: MaintenanceStore, index: DueIndex, holder: str) -> int:
+    """A claimer that just died (its holder known) may have moved ids in flight without moving their rows to
     running: those still pending are due again at once, not when their claim's hint runs out."""
     if not isinstance(index, RebuildableIndex):
         return 0
     moved = 0
-    for queue, ids in index.claimed_by(token):
+    for queue, ids in index.claimed_by(holder):
         statuses = store.statuses(ids)
         entries = store.pending_entries([job for job in ids if statuses.get(job) == PENDING])
         if entries:

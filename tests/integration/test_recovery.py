@@ -8,6 +8,7 @@ import pytest
 
 
 from delayq.index.redis import CLAIM_WINDOW
+from delayq.jobs import claim_token
 from delayq.runner.decide import UNKNOWN
 from delayq.errors import InvalidInput, NotFound
 from delayq.runner import Runner
@@ -238,8 +239,8 @@ def test_a_claim_cut_between_its_two_steps_is_due_again_at_the_next_compensate(r
     gone, stranded = q.enqueue(NOOP), q.enqueue(NOOP)
     q.store.cancel(clock.now(), job_id=gone.id)
     now = clock.now()
-    q.index.claim(["default"], now, 10, "a-claimer-that-dies", q.lease)     # the whole claim: both steps
-    q.store.unclaim(q.held("a-claimer-that-dies"), now)                    # undo the rows' step: as if never done
+    q.index.claim(["default"], now, 10, claim_token("dying-claimer-01"), q.lease)     # the whole claim: both steps
+    q.store.unclaim(q.held("dying-claimer-01"), now)                   # undo the rows' step: as if never done
     assert run(q).claimed == 0 and q.requeue_stranded() == 0             # in flight, its hint not yet out
     hint = CLAIM_WINDOW + q.index.failover.wait                           # not the lease: it may be hours
     clock.advance(hint + 1)
@@ -254,11 +255,12 @@ def test_the_claims_of_a_claimer_seen_dying_are_due_again_at_once(redis_q, clock
     q = redis_q
     job, other = q.enqueue(NOOP), q.enqueue(NOOP)
     now = clock.now()
-    q.index.claim(["default"], now, 1, "dead-worker", q.lease)
-    q.index.claim(["default"], now, 1, "live-worker", q.lease)
-    q.store.unclaim(q.held("dead-worker"), now)               # its rows' step undone: it died between the two
-    assert q.requeue_claims("live-worker") == 0                # a live claim's rows are running: left alone
-    assert q.requeue_claims("dead-worker") == 1
+    dead, live = "dead-worker-0123", "live-worker-0123"            # holders: a claim token's first 16 characters
+    q.index.claim(["default"], now, 1, claim_token(dead), q.lease)
+    q.index.claim(["default"], now, 1, claim_token(live), q.lease)
+    q.store.unclaim(q.held(dead), now)                         # its rows' step undone: it died between the two
+    assert q.requeue_claims(live) == 0                         # a live claim's rows are running: left alone
+    assert q.requeue_claims(dead) == 1
     assert run(q).succeeded == 1 and q.store.get(job.id).status == "succeeded"
     assert q.store.get(other.id).status == "running"
 

@@ -243,12 +243,13 @@ def test_expired_leases_give_what_recovery_needs_and_are_recovered_once(store):
     assert [s.status for s in store.steps(job.id)] == [FAILED]           # a manual step is never run again
 
 
-def test_a_start_under_a_token_that_already_holds_the_job_returns_nothing(store):
-    """A worker claims under one token all its life: if a failover lost its first claim's write in Redis, its next
-    claim may bring the same id again, and the job must not run twice at once in it."""
-    [job] = started(store)
-    assert store.start([job.id], "tok", NOW + 1, 300.0) == []
+def test_a_start_returns_only_what_it_moved_itself(store):
+    """If a failover lost a claim's write in Redis, a later claim of the same holder may bring the same id again:
+    its start (a new claim token) gets nothing, and the job does not run twice at once."""
+    [job] = started(store, token="holder0123456789" + "a" * 16)
+    assert store.start([job.id], "holder0123456789" + "b" * 16, NOW + 1, 300.0) == []
     assert store.get(job.id).attempts == 1
+    assert [j.id for j in store.held("holder0123456789")] == [job.id]
 
 
 def test_the_leases_of_everything_live_holders_hold_move_on_in_one_call(store):

@@ -40,9 +40,9 @@ class DueIndex(ABC):
         Highest priority first across `queues`, the queues taking turns among equal
         priorities (fairness.fair_pick). Two runners never get the same job. A job's
         lease runs out at now + its own lease seconds, else `lease` seconds.
-        `token` is the claimer's (a worker claims under one token all its life). `record` names this one
-        claim (default: new each call): an index that retries through a failover may repeat a claim whose
-        reply was lost, and a repeat under the same record takes nothing more.
+        `token` is new for each claim (its first characters name its holder: jobs.HOLDER). `record` names the
+        claim (default: its token): an index that retries through a failover may repeat a claim whose reply was
+        lost, and a repeat under the same record takes nothing more.
         """
 
     @abstractmethod
@@ -91,9 +91,8 @@ class RebuildableIndex(DueIndex):
         """Yield (queue, 'due' or 'inflight', [(job id, raw score)]) pages of every set of this prefix."""
 
     @abstractmethod
-    def claimed_by(self, token: str) -> Iterator[tuple[str, list[int]]]:
-        """Yield (queue, ids) of the recent claims made under claim token `token` (for as long as their records
-        live: seconds)."""
+    def claimed_by(self, holder: str) -> Iterator[tuple[str, list[int]]]:
+        """Yield (queue, ids) of the recent claims made by `holder` (for as long as their records live: seconds)."""
 
     @abstractmethod
     def stranded(self, now: float, limit: int = 1000) -> Iterator[tuple[str, list[tuple[int, float]]]]:

@@ -213,7 +213,7 @@ class RedisIndex(RebuildableIndex):
         # is the truth: running under its lease, or still pending if the claimer died between the two steps, and
         # then compensate puts the id back in the due set at once, not when a lease would have run out).
         hint = repr(now + min(lease, CLAIM_WINDOW + self.failover.wait))
-        record = record or f"{token}:{secrets.token_hex(4)}"     # this claim's own: a worker claims under one token
+        record = record or token      # each claim has its own token (a holder's name, then its own characters)
         began = time.monotonic()
         if len(queues) == 1:
             taken = [(job, queues[0]) for job in self.claim_lua(queues[0], now, limit, hint, record)]
@@ -304,10 +304,10 @@ class RedisIndex(RebuildableIndex):
                 if not cursor:
                     break
 
-    def claimed_by(self, token: str) -> Iterator[tuple[str, list[int]]]:
-        """(queue, ids) of the claims made under `token` whose records still live (a few seconds): what a claimer
+    def claimed_by(self, holder: str) -> Iterator[tuple[str, list[int]]]:
+        """(queue, ids) of the claims made by `holder` whose records still live (a few seconds): what a claimer
         that just died may have moved in flight without moving its rows to running."""
-        for key in self._our_keys("{" + self.prefix + ":*}:claim:" + token + ":*"):
+        for key in self._our_keys("{" + self.prefix + ":*}:claim:" + holder + "*"):
             name = key.decode()
             tag = name[:name.index("}") + 1]
             queue = tag[len(self.prefix) + 2:-1]

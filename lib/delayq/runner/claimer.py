@@ -5,8 +5,8 @@ PREFETCH_SECONDS of work at the rate its slots take jobs (Little's law: slots / 
 time a job runs; at least a quarter of its slots, at most MAX_AHEAD jobs: a few jobs ahead for
 2-second jobs, hundreds for no-op jobs), so other runners on other hosts get the rest. A claim
 (MAX_CLAIM jobs at most) runs in the claimer thread, so the job threads do not wait for the
-database between batches. Every claim of a worker is made under the worker's one claim token:
-whatever ends the worker, the rows it holds are found by that token (recovery.py).
+database between batches. Every claim of a worker is made by the worker as one holder (its claim
+tokens begin with the holder's name): whatever ends the worker, the rows it holds are found by it.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ MEAN_WEIGHT = 0.05          # weight of each new job's run time in the recent me
 
 
 class Claimer:
-    def __init__(self, manager, queues: list[str], token: str, capacity: int, limits: dict[str, int]):
+    def __init__(self, manager, queues: list[str], holder: str, capacity: int, limits: dict[str, int]):
         self.manager = manager
         self.queues = queues
-        self.token = token
+        self.holder = holder
         self.limits = limits                         # queue -> jobs of it at once at most, in this worker
         self.per_queue: Counter = Counter()          # claimed jobs of a capped queue not yet ended
         self.floor = max(1, capacity // 4)
@@ -82,7 +82,7 @@ class Claimer:
         jobs: list[Job] = []
         for queues, n in plan:
             if len(jobs) < want:
-                jobs += self.manager.claim(queues, min(n, want - len(jobs)), self.token)
+                jobs += self.manager.claim(queues, min(n, want - len(jobs)), self.holder)
         for job in jobs:
             if job.queue in self.limits:
                 self.per_queue[job.queue] += 1

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import select
 import shutil
 import signal
@@ -35,7 +34,7 @@ from typing import Callable
 
 from .. import recovery
 from ..errors import BackendError, DelayqError
-from ..jobs import ISOLATED, Job
+from ..jobs import ISOLATED, Job, new_holder
 from . import child, postmortem
 from .ledger import DRAIN, FINISH, RUN, RUNNING, STOP, TICK, Ledger
 from .summary import Summary
@@ -56,7 +55,7 @@ class Child:
     pid: int
     solo: bool
     ledger: Ledger
-    token: str
+    holder: str                                   # every claim token of its begins with this
     fault_file: str
     spawned: float
     draining: float | None = None                 # when it was told to drain (a time limit in it)
@@ -85,7 +84,7 @@ class Supervisor:
         self.should_stop = should_stop
         self.beat = beat
         self.children: dict[int, Child] = {}
-        self.solo_queue: list[tuple[int, str]] = []        # (job id, token) handed off, not started yet
+        self.solo_queue: list[tuple[int, str]] = []        # (job id, holder) handed off, not started yet
         self.summary = Summary()
         self.failure: str | None = None
         self._dir = tempfile.mkdtemp(prefix="delayq-runner-")
@@ -177,8 +176,8 @@ class Supervisor:
         if now < self._kept_at + min(30.0, self.manager.lease / 3):
             return
         self._kept_at = now
-        self.manager.keep_claims([c.token for c in self.children.values() if not c.killed]
-                                 + [token for _, token in self.solo_queue])
+        self.manager.keep_claims([c.holder for c in self.children.values() if not c.killed]
+                                 + [holder for _, holder in self.solo_queue])
 
     def _wait(self, seconds: float) -> None:
         try:
@@ -199,7 +198,7 @@ class Supervisor:
     # -- starting children ------------------------------------------------------------------
     def _spawn_worker(self) -> None:
         ledger = ledger_for(self.concurrency)
-        token = ISOLATED + secrets.token_hex(16)[1:]
+        holder = new_holder(ISOLATED)
         seconds, interval, one_pass = self._plan
         share = max(1, self.batch // self.processes)
         nth = self._spawned % self.processes           # a queue's cap is shared out: the workers never exceed it
@@ -209,7 +208,7 @@ class Supervisor:
         def main() -> None:
             manager = self.reopen()
             worker = Worker(manager, self.queues, share, concurrency=self.concurrency, pipeline=self.pipeline,
-                            timeout=self.timeout, grace=self.grace, queue_limits=limits, ledger=ledger, token=token,
+                            timeout=self.timeout, grace=self.grace, queue_limits=limits, ledger=ledger, holder=holder,
                             hand_off=self._hand_off_from(manager), supervised=True,
                             should_stop=lambda: ledger.order != RUN, orphaned=child.orphaned)
             child.on_wake(worker.wake)
@@ -218,31 +217,31 @@ class Supervisor:
             finally:
                 worker.close()
             ledger.publish(summary)
-        self._fork(ledger, token, main, solo=False)
+        self._fork(ledger, holder, main, solo=False)
 
     def _hand_off_from(self, manager):
-        """In a worker: pass a job that must run alone to the supervisor (its own claim token, then a line on the
+        """In a worker: pass a job that must run alone to the supervisor (a holder of its own, then a line on the
         hand-off pipe: one write, atomic)."""
         fd = self._handoff_w
 
         def hand_off(job: Job) -> bool:
-            token = ISOLATED + secrets.token_hex(16)[1:]
-            if manager.hand_off(job, token) is None:
+            holder = new_holder(ISOLATED)
+            if manager.hand_off(job, holder) is None:
                 return False
             try:
-                os.write(fd, f"{job.id} {token}\n".encode())
+                os.write(fd, f"{job.id} {holder}\n".encode())
             except OSError:
                 pass          # the supervisor is gone: compensate hands the job back when its lease runs out
             return True
         return hand_off
 
-    def _spawn_solo(self, job_id: int, token: str) -> None:
+    def _spawn_solo(self, job_id: int, holder: str) -> None:
         ledger = Ledger(4, 1)
 
         def main() -> None:
             manager = self.reopen()
-            jobs = [job for job in manager.held(token) if job.id == job_id]
-            worker = Worker(manager, [], 1, concurrency=1, timeout=self.timeout, ledger=ledger, token=token,
+            jobs = [job for job in manager.held(holder) if job.id == job_id]
+            worker = Worker(manager, [], 1, concurrency=1, timeout=self.timeout, ledger=ledger, holder=holder,
                             supervised=True, should_stop=lambda: False, orphaned=child.orphaned)
             child.on_wake(worker.wake)
             try:
@@ -250,10 +249,10 @@ class Supervisor:
             finally:
                 worker.close()
             ledger.publish(summary)
-        self._fork(ledger, token, main, solo=True)
+        self._fork(ledger, holder, main, solo=True)
 
-    def _fork(self, ledger: Ledger, token: str, main: Callable[[], None], solo: bool) -> None:
-        fault_file = os.path.join(self._dir, f"{token}.fault")
+    def _fork(self, ledger: Ledger, holder: str, main: Callable[[], None], solo: bool) -> None:
+        fault_file = os.path.join(self._dir, f"{holder}.fault")
         supervisor = os.getpid()
         pid = os.fork()
         if pid == 0:                                   # the child: never returns
@@ -265,7 +264,7 @@ class Supervisor:
             os.setpgid(pid, pid)
         except OSError:
             pass                                       # it set its own, or it is gone already
-        self.children[pid] = Child(pid, solo, ledger, token, fault_file, time.monotonic())
+        self.children[pid] = Child(pid, solo, ledger, holder, fault_file, time.monotonic())
 
     def _replace(self) -> None:
         """Keep `processes` workers that take jobs (a draining one does not count)."""
@@ -284,13 +283,13 @@ class Supervisor:
         self._buffer += data
         *lines, self._buffer = self._buffer.split(b"\n")
         for line in lines:
-            job, token = line.split()
-            self.solo_queue.append((int(job), token.decode()))
+            job, holder = line.split()
+            self.solo_queue.append((int(job), holder.decode()))
 
     def _start_solos(self, stopping: bool) -> None:
         if stopping:
-            for job_id, token in self.solo_queue:      # never started: back to pending at once
-                self._settle(token, lambda job: None, lambda job: False)
+            for job_id, holder in self.solo_queue:      # never started: back to pending at once
+                self._settle(holder, lambda job: None, lambda job: False)
             self.solo_queue = []
             return
         while self.solo_queue and sum(c.solo for c in self.children.values()) < self.concurrency:
@@ -417,15 +416,15 @@ class Supervisor:
         if self.failure is not None:
             return        # a backend stopped answering: no recovery now (it would wait on it); compensate will
         judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
-        self._settle(c.token, judge, solo, claims=not expected)
+        self._settle(c.holder, judge, solo, claims=not expected)
 
-    def _settle(self, token: str, judge, solo, claims: bool = False) -> None:
+    def _settle(self, holder: str, judge, solo, claims: bool = False) -> None:
         """Recover what a dead child held (claims: and what its last claims left in flight, its rows pending)."""
         try:
-            jobs = self.manager.held(token)
+            jobs = self.manager.held(holder)
             done = recovery.settle(self.manager, jobs, judge, solo)
             if claims:
-                self.manager.requeue_claims(token)
+                self.manager.requeue_claims(holder)
         except DelayqError as exc:      # the runner fails with it (compensate recovers these once leases run out)
             self.failure = self.failure or str(exc)
             return

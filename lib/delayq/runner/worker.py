@@ -3,8 +3,8 @@
 Its roles, each a class of its own: the Claimer (what to claim and when, in a thread), the job
 threads (threads.py: ThreadExecutor), the OutcomeWriter (group commits), the LeaseKeeper, and
 the Ledger (shared memory that says, at every instant, which of its jobs never started, which
-run and which ended with their outcome not yet committed). Every claim is made under the
-worker's one claim token, so whatever ends the worker, its rows are found by that token.
+run and which ended with their outcome not yet committed). The worker is one holder: every
+claim token it gets begins with its name, so whatever ends it, its rows are found by it.
 
 A worker runs alone in the runner's process (`--processes 0`; the tests' fake clock), or in a
 process of its own under a supervisor (supervisor.py), which watches its ledger, stops jobs past
@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import logging
 import random
-import secrets
 import time
 from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import wait as wait_futures
 from typing import Callable
 
 from ..errors import BackendError, DelayqError
-from ..jobs import Job, Outcome
+from ..jobs import Job, Outcome, new_holder
 from .claimer import MAX_AHEAD, MAX_CLAIM, Claimer
 from .decide import INTERRUPTED, TIMEOUT, outcome
 from .execute import SKIPPED, Result, run_job
@@ -55,7 +54,7 @@ class Worker:
     def __init__(self, manager, queues: list[str], batch: int = 200, *, concurrency: int = 1,
                  rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False,
                  pipeline: bool = False, timeout: float = DEFAULT_TIMEOUT, grace: float = DEFAULT_GRACE,
-                 queue_limits: dict[str, int] | None = None, ledger: Ledger | None = None, token: str | None = None,
+                 queue_limits: dict[str, int] | None = None, ledger: Ledger | None = None, holder: str | None = None,
                  hand_off: HandOff | None = None, supervised: bool = False,
                  orphaned: Callable[[], bool] = lambda: False):
         self.manager = manager
@@ -68,14 +67,14 @@ class Worker:
         self.timeout = timeout
         self.grace = grace
         self.supervised = supervised             # time limits and the grace period are the supervisor's
-        self.token = token or secrets.token_hex(16)
+        self.holder = holder or new_holder("p")  # its claims' tokens begin with it (jobs.HOLDER)
         self.ledger = ledger or ledger_for(concurrency)
         self.slots: dict[int, int] = {}          # job id -> ledger slot, from its claim until nothing is held
         self._jobs: dict[int, Job] = {}          # claimed and handed to the executor, no result yet
         self.executor = ThreadExecutor(manager, concurrency, self.timeout_of, self.ledger, self.slots, hand_off,
                                        own_limits=not supervised)
         limits = {q: n for q, n in (queue_limits or {}).items() if q in queues}
-        self.claimer = Claimer(manager, queues, self.token, self.executor.capacity, limits)
+        self.claimer = Claimer(manager, queues, self.holder, self.executor.capacity, limits)
         self.writer = OutcomeWriter(manager, self.clock, pipeline, self._committed)
         self.keeper = LeaseKeeper(manager, lambda: list(self._jobs.values()))
         self._snapshot: list[tuple[int, float]] = []

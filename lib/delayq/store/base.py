@@ -175,14 +175,15 @@ class ClaimStore(ABC):
         """
 
     @abstractmethod
-    def keep_alive_held(self, tokens: list[str], now: float, lease: float) -> int:
-        """Move the leases of every running job these claim tokens hold to now + their lease (else `lease`);
-        returns how many. One statement, whatever they hold."""
+    def keep_alive_held(self, holders: list[str], now: float, lease: float) -> int:
+        """Move the leases of every running job these holders hold (jobs.HOLDER: a claim token's first characters)
+        to now + their lease (else `lease`); returns how many. One statement, whatever they hold."""
 
     @abstractmethod
-    def held(self, token: str) -> list[Job]:
-        """The running jobs a claim token holds, with what recovering them needs (started_at: NULL for an
-        at-most-once job that never began; manual_running: manual steps marked running). Their holder died."""
+    def held(self, holder: str) -> list[Job]:
+        """The running jobs a holder holds, whatever claim brought each, with what recovering them needs
+        (started_at: NULL for an at-most-once job that never began; manual_running: manual steps marked running).
+        Their holder died."""
 
     @abstractmethod
     def hand_off(self, job_id: int, token: str, new_token: str, now: float) -> bool:

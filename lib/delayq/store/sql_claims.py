@@ -8,7 +8,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..fairness import fair_pick
 from ..jobs import FAILED, MAX_PRIORITY, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
-from .sql_jobs import CHUNK, chunks, rows_to_jobs
+from .sql_jobs import CHUNK, rows_to_jobs
 
 _FINISH = ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out"))
 
@@ -48,10 +48,7 @@ class ClaimsSql:
     def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
         if not ids:
             return []
-        def start(cur: Any) -> list[Job]:
-            pending = {row[0] for part in chunks(ids) for row in self.run(cur, "lock_pending", ids=part).fetchall()}
-            return self._start(cur, [i for i in ids if i in pending], token, now, lease)
-        return self.retried(start)
+        return self.retried(lambda cur: self._start(cur, ids, token, now, lease))
 
     def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> list[Job]:
         jobs: list[Job] = []
@@ -184,14 +181,15 @@ class ClaimsSql:
             return kept
         return self.retried(keep) if jobs else 0
 
-    def keep_alive_held(self, tokens: list[str], now: float, lease: float) -> int:
-        if not tokens:
+    def keep_alive_held(self, holders: list[str], now: float, lease: float) -> int:
+        if not holders:
             return 0
-        return self.retried(lambda cur: self.run(cur, "keep_alive_held", now=now, lease=lease, tokens=tokens).rowcount)
+        return self.retried(lambda cur: self.run(cur, "keep_alive_held", now=now, lease=lease,
+                                                 holders=holders).rowcount)
 
-    def held(self, token: str) -> list[Job]:
+    def held(self, holder: str) -> list[Job]:
         with self.tx(write=False) as cur:
-            return rows_to_jobs(self.run(cur, "select_held", token=token))
+            return rows_to_jobs(self.run(cur, "select_held", holder=holder))
 
     def hand_off(self, job_id: int, token: str, new_token: str, now: float) -> bool:
         return self.retried(lambda cur: self.run(cur, "hand_off", id=job_id, token=token, new_token=new_token,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import fields
 from typing import Any, Sequence
 
 from ..errors import BackendError, InvalidInput
@@ -40,6 +41,20 @@ CLAIMED = ("id", "queue", "ext", "callable", "args", "attempts", "max_attempts",
 _CLAIMED_FIELDS = tuple(_JOB_FIELDS[name] for name in CLAIMED)
 
 
+_DEFAULTS = {f.name: f.default for f in fields(Job)}
+_new_job = object.__new__
+
+
+def _claimed(row: list) -> Job:
+    """A Job from one packed row in CLAIMED's order, without a keyword call of __init__ for each: a claim of 500
+    jobs made them in a sixth of the worker's time (the values come from our own query, in our own order)."""
+    job = _new_job(Job)
+    values = _DEFAULTS.copy()
+    values.update(zip(_CLAIMED_FIELDS, row))
+    job.__dict__ = values
+    return job
+
+
 def rows_to_jobs(cur: Any) -> list[Job]:
     """Job values from a cursor over jobs rows (any subset of the columns), or over one `packed` value: a JSON
     array of rows in CLAIMED's order (NULL: none). ValueError if a packed value is not valid JSON (cut short)."""
@@ -47,7 +62,7 @@ def rows_to_jobs(cur: Any) -> list[Job]:
     if names == ["packed"]:
         value = cur.fetchone()[0]
         rows = json.loads(value) if value is not None else []
-        return [Job(**dict(zip(_CLAIMED_FIELDS, row))) for row in rows]
+        return [_claimed(row) for row in rows]
     keep = [(i, _JOB_FIELDS[n]) for i, n in enumerate(names) if n in _JOB_FIELDS]
     return [Job(**{field: row[i] for i, field in keep}) for row in cur.fetchall()]
 
