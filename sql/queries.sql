@@ -105,7 +105,7 @@ WHERE id IN (:ids) AND status = 'pending'
 -- name: select_claimed
 -- The jobs a claim token holds, among some ids: what running them needs.
 SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once,
-  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo, started_at
+  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token
 
 -- name: select_claimed_packed

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 _current: contextvars.ContextVar["JobContext | None"] = contextvars.ContextVar("delayq_job", default=None)
 
 
-@dataclass(frozen=True)
-class JobContext:
+class JobContext(NamedTuple):
+    """What a running job may know about itself: read-only (a tuple: made for every job, so cheaply)."""
+
     id: int
     queue: str
     ext: str | None
     attempt: int
     max_attempts: int
-    _extend: Callable[[float], bool] = field(default=lambda seconds: False, repr=False, compare=False)
+    extend_lease: Callable[[float], bool] = lambda seconds: False
 
     def extend(self, seconds: float) -> bool:
         """Ask for `seconds` more before this attempt's lease runs out, counted from now.
@@ -24,7 +24,11 @@ class JobContext:
         A long job calls this now and then; False means the claim is gone
         (recovery took the job over) and the job should stop.
         """
-        return self._extend(seconds)
+        return self.extend_lease(seconds)
+
+    def __repr__(self) -> str:
+        return (f"JobContext(id={self.id}, queue={self.queue!r}, ext={self.ext!r}, attempt={self.attempt}, "
+                f"max_attempts={self.max_attempts})")
 
 
 def current_job() -> JobContext | None:

@@ -42,6 +42,6 @@ WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit) AS page
 -- jobs: a fifth of the client's CPU of 500 rows of 18 columns). NULL when none; a value MariaDB cut at
 -- group_concat_max_len is not valid JSON: the caller then reads select_claimed's rows.
 SELECT JSON_ARRAYAGG(JSON_ARRAY(id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline,
-  priority, at_most_once, lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo,
-  started_at)) AS packed
+  priority, at_most_once, lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo))
+  AS packed
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token

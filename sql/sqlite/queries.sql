@@ -34,5 +34,5 @@ WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit)
 -- name: select_claimed_packed
 -- Rows, as select_claimed: sqlite3 decodes columns in C, and SQLite's JSON keeps only 15 digits of a REAL.
 SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once,
-  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo, started_at
+  lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token

@@ -170,3 +170,17 @@ def test_a_transaction_chosen_as_a_deadlock_s_victim_is_run_again(store):
         other.close()
         worker.join(20)
     assert done == [True] and len(runs) == 2
+
+
+def test_a_list_of_ints_is_one_parameter_rendered_as_integers_only(store):
+    """IntList: `IN (:ids)` with 500 ids is one parameter; its encoder renders each item through int(), so even an
+    int subclass whose str() is hostile reaches the SQL as digits."""
+    class Sneaky(int):
+        def __str__(self) -> str:
+            return "1) OR (1=1"
+    [a, b] = [r.id for r in store.insert_jobs([JobSpec("examples.shop:noop", "{}", NOW)] * 2, NOW)]
+    with store.tx() as cur:
+        assert list(store.run(cur, "select_statuses", ids=[a, b]).fetchall()) == [(a, "pending"), (b, "pending")]
+    from delayq.store.queries import IntList
+    from delayq.store.mysql import _ints
+    assert _ints(IntList([Sneaky(a), b])) == f"{a},{b}"

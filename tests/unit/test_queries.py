@@ -41,8 +41,11 @@ def test_named_parameters_and_list_expansion_in_both_styles():
     assert params == {"token": "t", "now": 1.0, "lease": 5.0, "ids_0": 7, "ids_1": 8, "ids_2": 9}
     assert "shop_jobs" in sqlite("select_job", id=1)[0]
     mysql = queries.Queries("mysql", "shop", "pyformat", TOKENS["mysql"])
-    sql, _ = mysql("lock_held", ids=[1, 2], token="t")
-    assert "id IN (%(ids_0)s, %(ids_1)s) AND claim_token = %(token)s FOR UPDATE" in sql
+    sql, params = mysql("lock_held", ids=[1, 2], token="t")
+    assert "id IN (%(ids)s) AND claim_token = %(token)s FOR UPDATE" in sql       # ints: one IntList parameter
+    assert type(params["ids"]) is queries.IntList and params["ids"] == [1, 2]
+    sql, params = mysql("lock_held", ids=["1", 2], token="t")                      # anything else: one each
+    assert "id IN (%(ids_0)s, %(ids_1)s)" in sql and params["ids_0"] == "1"
     for name in mysql.names():
         assert "?" not in mysql(name)[0] and not re.search(r"(?<![:\w]):\w", mysql(name)[0])
 

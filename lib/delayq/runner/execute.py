@@ -78,7 +78,7 @@ def run_job(manager, job: Job) -> Result:
 def _call(manager, job: Job) -> None:
     target = manager.registry.resolve(job.call)
     args = job_args(job)
-    if steps_of(target) is not None:
+    if isinstance(target, type) and steps_of(target) is not None:
         run_steps(manager.step_store, manager.clock, job, target, args, describe_error)
     else:
         target(**args)

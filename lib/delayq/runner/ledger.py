@@ -31,6 +31,7 @@ FREE, QUEUED, RUNNING, ENDED = 0, 1, 2, 3
 RUN, FINISH, STOP, DRAIN = 0, 1, 2, 3
 
 KINDS = (OK, ERROR, PERMANENT, SNOOZE, LATE, SKIPPED)      # a result's kind as a small number (index + 1)
+_CODES = {kind: (i + 1) << 8 for i, kind in enumerate(KINDS)}
 COUNTERS = ("claimed", "succeeded", "retried", "snoozed", "failed", "timed_out", "stopped", "crashed", "lost",
             "skipped", "handed_back", "passes")
 
@@ -111,7 +112,7 @@ class Ledger:
         self._d[base + _STARTED] = started
         self._d[base + _FINISHED] = finished
         self._d[base + _SNOOZE] = -1.0 if snooze is None else float(snooze)
-        self._q[base + _STATE] = ENDED | (KINDS.index(kind) + 1) << _KIND_SHIFT if kind in KINDS else ENDED
+        self._q[base + _STATE] = ENDED | _CODES.get(kind, 0)
         return True
 
     def free(self, slot: int) -> None:

@@ -163,9 +163,8 @@ class ThreadExecutor:
             job = self._todo.get()
             if job is None:
                 return
-            with self._lock:
-                if job.id not in self._assigned:
-                    continue
+            if job.id not in self._assigned:       # (a dict lookup: atomic; stop() takes jobs out first)
+                continue
             try:
                 self._run(n, job, tid, ident)
             except DelayqError as exc:       # not the job's failure (that is a Result): the worker cannot go on
@@ -177,8 +176,9 @@ class ThreadExecutor:
             self._report(job, Result(job.id, HANDED if handed else SKIPPED, 0.0, 0.0))
             return
         slot = self.slots[job.id]
-        with self._lock:
-            self._running[job.id] = self.manager.clock.now()
+        if self.own_limits:                         # (under a supervisor, the ledger says what runs since when)
+            with self._lock:
+                self._running[job.id] = self.manager.clock.now()
         _current.slot = slot
         began = time.monotonic()
         self.ledger.start(slot, n, began, self.timeout_of(job), tid, ident)
@@ -187,8 +187,9 @@ class ThreadExecutor:
         finally:
             _current.slot = None
             self.ledger.idle(n)
-            with self._lock:
-                self._running.pop(job.id, None)
+            if self.own_limits:
+                with self._lock:
+                    self._running.pop(job.id, None)
         result.ran = time.monotonic() - began
         kept = self.ledger.end(slot, result.kind, result.started, result.finished, result.snooze)
         self._report(job, result if kept else Result(job.id, ABANDONED, result.started, result.finished))

@@ -15,6 +15,7 @@ from pymysql.protocol import MysqlPacket
 from ..config import DEFAULT_DB_TIMEOUT, describe
 from ..errors import BackendError
 from .pool import Pool
+from .queries import IntList
 from .sql import SqlStore
 
 _NO_TABLE = 1146
@@ -76,6 +77,11 @@ def escape(text: str) -> str:
     return text
 
 
+def _ints(values: IntList, mapping: Any = None) -> str:
+    """IntList's literal: its items as integers, comma-separated (queries.IntList)."""
+    return ",".join(map(str, map(int, values)))
+
+
 LAST_LOOK = 0.05            # seconds a wait gets once its operation's deadline passed (an answer may be waiting)
 
 
@@ -95,6 +101,7 @@ class _Connection(pymysql.connections.Connection):
     def __init__(self, *, per_wait: float, **options: Any):
         self._per_wait = per_wait           # seconds one wait may take outside an operation (closing, say)
         super().__init__(read_timeout=per_wait, write_timeout=per_wait, **options)
+        self.encoders = {**self.encoders, IntList: _ints}
 
     def _execute_command(self, command: int, sql: Any) -> None:
         self._stale_at = float("-inf")      # a statement's first wait is fitted to its own operation's deadline

@@ -37,7 +37,7 @@ def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
 # The columns of select_claimed and select_claimed_packed, in their order.
 CLAIMED = ("id", "queue", "ext", "callable", "args", "attempts", "max_attempts", "ladder", "due_at", "deadline",
            "priority", "at_most_once", "lease_until", "lease_seconds", "timeout_seconds", "crashes", "on_timeout",
-           "claim_token", "solo", "started_at")
+           "claim_token", "solo")
 _CLAIMED_FIELDS = tuple(_JOB_FIELDS[name] for name in CLAIMED)
 
 
