@@ -254,6 +254,15 @@ FROM {jobs} j WHERE j.status = 'running' AND j.lease_until < :now ORDER BY j.lea
 -- name: pending_page
 -- One page of pending jobs packed into one JSON array, for the index rebuild. (Per dialect: JSON aggregation.)
 
+-- name: newer_rows
+-- Jobs written after :after (by id), up to those created by :before: their status and due-index entry (compensate's
+-- look at the rows written since its last run: a walk of the primary key from where the last one stopped).
+SELECT id, status, queue, due_at, priority, created_at FROM {jobs} WHERE id > :after ORDER BY id LIMIT :limit
+
+-- name: max_job_id
+-- The newest job's id (0: none).
+SELECT COALESCE(MAX(id), 0) FROM {jobs}
+
 -- name: pending_entries
 -- Of some ids, the jobs still pending, as due-index entries (in-flight ids whose claimer died before its update).
 SELECT id, queue, due_at, priority FROM {jobs} WHERE id IN (:ids) AND status = 'pending'

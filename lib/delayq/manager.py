@@ -361,6 +361,10 @@ class Manager:
         """Jobs of vanished runners (lease run out) run again or fail as "outcome unknown"."""
         return recovery.recover_expired(self)
 
+    def index_newer(self) -> int:
+        """Rows written since the last look, pending and missing from the due index, added to it (compensate)."""
+        return recovery.index_newer(self.store, self.index, self.clock.now())
+
     def requeue_stranded(self) -> int:
         """In-flight ids of claims cut short between their two steps, due again now (each compensate run)."""
         return recovery.requeue_stranded(self.store, self.index, self.clock.now())

@@ -124,6 +124,27 @@ def recover_expired(manager: "Manager", batch: int = 500) -> list[Recovered]:
             return done
 
 
+NEWER_SETTLE = 5.0      # seconds a row may wait between its commit and its index entry before it counts as missing
+NEWER_PAGE = 20000      # rows looked at in one compensate run at most (the rest: the next run)
+
+
+def index_newer(store: MaintenanceStore, index: DueIndex, now: float) -> int:
+    """Rows written since compensate last looked, pending and missing from the due index, are added to it: an
+    enqueue whose index write failed or whose reply was lost (the row committed, its ZADD never sent) waits one
+    compensate run, not a full rebuild's interval. A walk of the primary key from where the last run stopped."""
+    if not isinstance(index, RebuildableIndex):
+        return 0
+    after = index.checked_upto()
+    if after is None:                     # never looked, or the index was lost (its rebuild covers the past)
+        index.set_checked(store.max_job_id())
+        return 0
+    entries, last = store.newer_rows(after, now - NEWER_SETTLE, NEWER_PAGE)
+    added = index.restore(entries, now) if entries else 0
+    if last != after:
+        index.set_checked(last)
+    return added
+
+
 def requeue_stranded(store: MaintenanceStore, index: DueIndex, now: float) -> int:
     """In-flight ids whose claimer died between its claim and its rows' update (the rows still pending, the claim's
     hint run out) are due again now; in-flight ids of finished jobs go. Cheap (a range read per queue), so

@@ -265,6 +265,19 @@ def test_the_claims_of_a_claimer_seen_dying_are_due_again_at_once(redis_q, clock
     assert q.store.get(other.id).status == "running"
 
 
+def test_a_row_whose_index_entry_never_came_is_indexed_at_the_next_compensate(redis_q, clock):
+    """An enqueue whose reply was lost (the row committed, its ZADD never sent): one compensate run later, not the
+    next full rebuild's."""
+    q = redis_q
+    q.enqueue(NOOP)
+    assert q.index_newer() == 0                          # the first look only marks where the rows are
+    [lost] = q.store.insert_jobs([q.validate({"call": NOOP}, clock.now())], clock.now())
+    assert q.index_newer() == 0 and run(q).claimed == 1  # too new to judge: its entry may still be coming
+    clock.advance(6)
+    assert q.index_newer() == 1 and q.index_newer() == 0
+    assert run(q).succeeded == 1 and q.store.get(lost.id).status == "succeeded"
+
+
 def test_rebuild_runs_once_per_interval_and_at_once_after_a_wipe(redis_q):
     q = redis_q
     assert q.index.rebuild_due(600) is True

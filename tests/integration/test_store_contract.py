@@ -270,6 +270,17 @@ def test_a_dead_holder_s_jobs_are_found_by_its_token_and_can_be_handed_on(store)
     assert store.pending_entries([a.id, b.id]) == [(a.id, "default", NOW, 0)]
 
 
+def test_newer_rows_walk_the_keys_up_to_the_first_row_too_new_to_judge(store):
+    assert store.max_job_id() == 0
+    old = store.insert_jobs([spec(), spec()], NOW)
+    started(store)                                                          # a third row, running
+    new = store.insert_jobs([spec()], NOW + 60)
+    entries, last = store.newer_rows(0, NOW + 1, 100)
+    assert [e[0] for e in entries] == [r.id for r in old] and last == new[0].id - 1
+    assert store.newer_rows(last, NOW + 61, 100) == ([(new[0].id, "default", NOW, 0)], new[0].id)
+    assert store.max_job_id() == new[0].id
+
+
 def test_pending_pages_walk_the_keys(store):
     rows = store.insert_jobs([spec(priority=i % 3) for i in range(7)], NOW)
     first = store.pending_page(0, 4)

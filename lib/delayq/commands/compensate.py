@@ -28,7 +28,7 @@ def execute(args, settings) -> int:
     manager = app.open_ready(settings)     # a broken configuration fails here, with its cause
     started = time.monotonic()
     recovered = manager.recover_expired()
-    stranded = manager.requeue_stranded()
+    stranded = manager.requeue_stranded() + manager.index_newer()
     rebuilt = Reconciled()
     index = manager.index
     if args.rebuild == "now" or (args.rebuild == "auto" and getattr(index, "rebuild_due", None)

@@ -91,6 +91,14 @@ class RebuildableIndex(DueIndex):
         """Yield (queue, 'due' or 'inflight', [(job id, raw score)]) pages of every set of this prefix."""
 
     @abstractmethod
+    def checked_upto(self) -> int | None:
+        """The last job id compensate's look at newer rows reached (None: never, or lost with the index)."""
+
+    @abstractmethod
+    def set_checked(self, job_id: int) -> None:
+        """Compensate looked at the rows up to this id."""
+
+    @abstractmethod
     def claimed_by(self, holder: str) -> Iterator[tuple[str, list[int]]]:
         """Yield (queue, ids) of the recent claims made by `holder` (for as long as their records live: seconds)."""
 

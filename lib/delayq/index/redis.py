@@ -345,6 +345,14 @@ class RedisIndex(RebuildableIndex):
             removed += self._script("drop_unchanged", [key], args)
         return removed
 
+    def checked_upto(self) -> int | None:
+        """The last job id compensate looked at (newer_rows), or None when it never did or the key was lost."""
+        raw = self._call(lambda: self.r.get("{" + self.prefix + "}:checked"))
+        return int(raw) if raw else None
+
+    def set_checked(self, job_id: int) -> None:
+        self._call(lambda: self.r.set("{" + self.prefix + "}:checked", str(int(job_id))))
+
     def rebuild_due(self, every: float) -> bool:
         # A marker that FLUSHALL or an eviction wipes together with the sets, so a lost index is rebuilt at once;
         # a client that rode over a failover deletes it too. The marker's value makes a repeated SET (its first

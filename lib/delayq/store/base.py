@@ -245,6 +245,15 @@ class MaintenanceStore(ABC):
         """(id, queue, due_at, priority) of pending jobs with id > after_id, in id order (keyset pages)."""
 
     @abstractmethod
+    def newer_rows(self, after_id: int, before: float, limit: int) -> tuple[list[tuple[int, str, float, int]], int]:
+        """The jobs with id > after_id, in id order, up to the first one created after `before` (at most `limit`):
+        (entries (id, queue, due_at, priority) of those pending, the last id looked at)."""
+
+    @abstractmethod
+    def max_job_id(self) -> int:
+        """The newest job's id (0 when there is none)."""
+
+    @abstractmethod
     def pending_entries(self, ids: list[int]) -> list[tuple[int, str, float, int]]:
         """(id, queue, due_at, priority) of those of `ids` still pending."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..jobs import FAILED, Job
+from ..jobs import FAILED, PENDING, Job
 from .base import UNIQUE_TAKEN, Changed
 from .sql_jobs import CHUNK, chunks, rows_to_jobs, skipped
 
@@ -30,6 +30,21 @@ class MaintenanceSql:
             packed = self.run(cur, "pending_page", after=after_id, limit=limit).fetchone()[0]
         rows = json.loads(packed) if packed else []
         return sorted((int(job), queue, float(due), int(priority)) for job, queue, due, priority in rows)
+
+    def newer_rows(self, after_id: int, before: float, limit: int) -> tuple[list[tuple[int, str, float, int]], int]:
+        with self.tx(write=False) as cur:
+            rows = self.run(cur, "newer_rows", after=after_id, limit=limit).fetchall()
+        seen = []
+        for row in rows:              # in id order, up to the first one too new to judge (its entry may be coming)
+            if float(row[5]) > before:
+                break
+            seen.append(row)
+        pending = [(int(r[0]), r[2], float(r[3]), int(r[4])) for r in seen if r[1] == PENDING]
+        return pending, (int(seen[-1][0]) if seen else after_id)
+
+    def max_job_id(self) -> int:
+        with self.tx(write=False) as cur:
+            return int(self.run(cur, "max_job_id").fetchone()[0])
 
     def pending_entries(self, ids: list[int]) -> list[tuple[int, str, float, int]]:
         with self.tx(write=False) as cur:
