@@ -189,11 +189,17 @@ WHERE id = :id AND claim_token = :token AND status = 'running' AND lease_until >
 UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
 WHERE id IN (:ids) AND claim_token = :token AND status = 'running'
 
+-- name: lock_running_held
+-- The running jobs the holders (a claim token's first 16 characters) hold, locked, skipping those locked now: a
+-- supervisor keeping its workers' leases never waits on a worker's own open write (a job holding that worker's
+-- interpreter in a C call can hold it for seconds; the supervisor ends such a worker as hung).
+SELECT id FROM {jobs} WHERE status = 'running' AND SUBSTR(claim_token, 1, 16) IN (:holders) {skip_locked}
+
 -- name: keep_alive_held
--- The holders (a claim token's first 16 characters) are alive: the leases of every job they hold move on (a
--- supervisor, for its worker processes: whatever a job does inside a worker, its leases are kept while it lives).
+-- The holders are alive: the leases of the jobs locked above move on (a supervisor, for its worker processes:
+-- whatever a job does inside a worker, its leases are kept while it lives).
 UPDATE {jobs} SET lease_until = :now + COALESCE(lease_seconds, :lease), updated_at = :now
-WHERE status = 'running' AND SUBSTR(claim_token, 1, 16) IN (:holders)
+WHERE id IN (:ids) AND status = 'running'
 
 -- name: extend_lease
 -- Push a running job's lease out (a long job asking for more time).

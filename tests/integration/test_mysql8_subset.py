@@ -149,6 +149,8 @@ def _maintenance_and_reports(store) -> None:
     store.outbox_done([kept.id])
     page = store.pending_page(0, 1000)
     assert kept.id in [job for job, _, _, _ in page]
+    newer, last = store.newer_rows(kept.id - 1, NOW + 1, 10)
+    assert newer == [(kept.id, "o", NOW, 0)] and last == kept.id == store.max_job_id()
     alerts = store.alerts_due(10)
     assert alerts and json.dumps(alerts)
     store.mark_alerted([a["id"] for a in alerts], NOW)

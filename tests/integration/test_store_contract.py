@@ -260,6 +260,26 @@ def test_the_leases_of_everything_live_holders_hold_move_on_in_one_call(store):
     assert store.keep_alive_held([], NOW, 300.0) == 0
 
 
+def test_keeping_leases_never_waits_on_a_row_a_live_holder_has_locked(store):
+    """A worker frozen mid-write (a job holding its interpreter in a C call) keeps its rows locked: the supervisor's
+    lease keeping skips them instead of waiting (a wait ran into DELAYQ_DB_TIMEOUT and ended the whole runner)."""
+    if store.dialect == "sqlite":
+        return                                # one writer at a time: no row is ever locked by another
+    a, b = started(store, 1, token="w1")[0], started(store, 1, token="w1")[0]
+    from urllib.parse import urlsplit
+    u = urlsplit(MYSQL_URL)
+    frozen = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                             password=u.password or "", database=u.path.lstrip("/"), autocommit=False)
+    try:
+        with frozen.cursor() as cur:
+            cur.execute("SELECT id FROM `%s_jobs` WHERE id = %%s FOR UPDATE" % store.prefix, (a.id,))
+            assert store.keep_alive_held(["w1"], NOW + 100, 300.0) == 1
+        assert [store.get(j.id).lease_until for j in (a, b)] == [NOW + 300, NOW + 400]
+    finally:
+        frozen.rollback()
+        frozen.close()
+
+
 def test_a_dead_holder_s_jobs_are_found_by_its_token_and_can_be_handed_on(store):
     [a, b] = started(store, 2)
     assert {j.id for j in store.held("tok")} == {a.id, b.id}

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..fairness import fair_pick
 from ..jobs import FAILED, MAX_PRIORITY, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
-from .sql_jobs import CHUNK, rows_to_jobs
+from .sql_jobs import CHUNK, chunks, rows_to_jobs
 
 _FINISH = ((PENDING, "finish_retry"), (FAILED, "finish_failed"), (TIMED_OUT, "finish_timed_out"))
 
@@ -184,8 +184,11 @@ class ClaimsSql:
     def keep_alive_held(self, holders: list[str], now: float, lease: float) -> int:
         if not holders:
             return 0
-        return self.retried(lambda cur: self.run(cur, "keep_alive_held", now=now, lease=lease,
-                                                 holders=holders).rowcount)
+        def keep(cur: Any) -> int:
+            ids = [row[0] for row in self.run(cur, "lock_running_held", holders=holders).fetchall()]
+            return sum(self.run(cur, "keep_alive_held", now=now, lease=lease, ids=part).rowcount
+                       for part in chunks(ids))
+        return self.retried(keep)
 
     def held(self, holder: str) -> list[Job]:
         with self.tx(write=False) as cur:
