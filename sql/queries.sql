@@ -132,6 +132,11 @@ SELECT id, priority, due_at FROM {jobs} WHERE status = 'pending' AND queue = :qu
 -- Of some ids, those a claim token still holds, locked until the outcome is written.
 SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
 
+-- name: lock_held_now
+-- The same, skipping rows locked now: a recovery never waits on a live writer (a worker frozen mid-write by a job
+-- holding its interpreter, or another recovery); what it skipped, the next one finds again.
+SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {skip_locked}
+
 -- name: finish_succeeded
 -- Record success for held jobs.
 UPDATE {jobs} SET status = 'succeeded', finished_at = :now, updated_at = :now, last_error = NULL, claim_token = NULL,

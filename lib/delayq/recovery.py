@@ -119,8 +119,9 @@ def recover_expired(manager: "Manager", batch: int = 500) -> list[Recovered]:
     while True:
         now = manager.clock.now()
         found = manager.store.expired(now, batch)
-        done += settle(manager, found, by_lease(now))
-        if len(found) < batch:
+        settled = settle(manager, found, by_lease(now))
+        done += settled
+        if len(found) < batch or not settled:   # nothing applied: the rest is locked now (the next run takes it)
             return done
 
 

@@ -156,8 +156,10 @@ class ClaimStore(ABC):
         token (outcome.job.token), so a runner that lost its lease cannot overwrite
         another runner's record. Attempt rows are written for every outcome: the run
         did happen (witnessed=False, recovery's: only where the claim held; another
-        recovery of the same death got there first and recorded it). An outcome's followup (the on_timeout handler of a job its deadline
-        ended) is inserted in the same transaction; their (id, queue, due_at, priority) are returned second.
+        recovery of the same death got there first and recorded it). A recovery (witnessed=False) never waits on a
+        row another transaction has locked: it skips it, and the next recovery finds it again. An outcome's followup
+        (the on_timeout handler of a job its deadline ended) is inserted in the same transaction; their (id, queue,
+        due_at, priority) are returned second.
         """
 
     @abstractmethod
