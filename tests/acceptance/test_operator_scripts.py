@@ -149,7 +149,7 @@ def test_pause_and_resume_a_queue_through_the_scripts(world):
     assert stats["paused"] and stats["paused_reason"] == "gateway down" and stats["due_now"] == 1
     assert stats["oldest_due_lag_s"] == 0                                        # waiting, not late
     assert "queue sms is paused since" in script(world, "list.py", "--queue", "sms", check=0).stdout
-    assert "resumed queue sms" in script(world, "resume.py", "sms", check=0).stdout
+    assert "resumed queue sms" in script(world, "resume.py", "--queue", "sms", check=0).stdout   # either form
     ran = as_json(script(world, "run_due.py", "--queue", "sms", "--json", check=0))
     assert ran["succeeded"] == 1
     assert as_json(script(world, "show.py", "--id", str(job["id"]), "--json", check=0))["jobs"][0]["status"] == "succeeded"

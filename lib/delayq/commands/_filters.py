@@ -16,7 +16,7 @@ from ..errors import InvalidInput, NotFound
 from ..search import TIME_FIELDS, JobFilter
 
 CONFIRM_ABOVE = 100
-_AGO_RE = re.compile(r"^\s*\d+(\.\d+)?\s*[smhd]\s*$")
+_AGO_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[smhd])(\s+ago)?\s*$")      # 2h, or 2h ago (the help's own form)
 WORDS = {"retry": ("retried", "failed"), "cancel": ("cancelled", "pending"), "purge": ("deleted", "finished")}
 
 
@@ -60,8 +60,9 @@ def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
 def _time(value: str | None, flag: str, now: float) -> float | None:
     if value is None:
         return None
-    if _AGO_RE.match(value):
-        return now - validate.duration(value, flag)
+    age = _AGO_RE.match(value)
+    if age:
+        return now - validate.duration(age.group(1), flag)
     return validate.instant(value, flag)
 
 
