@@ -81,6 +81,23 @@ def test_insert_returns_ids_in_order_and_unique_returns_the_live_job(store):
     assert (a.created, b.created, b.id) == (True, False, a.id)
 
 
+def test_unique_keeps_one_live_job_per_queue_and_ext_whatever_flags_the_live_one_had(store):
+    """README: a unique enqueue returns the live (pending or running) job of its queue and ext, however that one was
+    enqueued; a plain enqueue always adds one (it asked for no check)."""
+    plain = store.insert_jobs([spec(ext="order:1")], NOW)[0]
+    again = store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0]
+    assert (again.created, again.id) == (False, plain.id)
+    assert store.insert_jobs([spec(ext="order:1", queue="other", unique=True)], NOW)[0].created   # another queue
+    unique = store.insert_jobs([spec(ext="order:2", unique=True)], NOW)[0]
+    assert unique.created and store.insert_jobs([spec(ext="order:2")], NOW)[0].created         # the other way round
+    assert store.insert_jobs([spec(ext="order:2", unique=True)], NOW)[0].id == unique.id
+    [running] = store.start([plain.id], "tok", NOW, 300.0)
+    assert store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0].id == running.id       # running is live
+    store.finish([Outcome(running, SUCCEEDED, NOW, NOW)], NOW)
+    fresh = store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0]
+    assert fresh.created and fresh.id != plain.id                                              # ended: a new one
+
+
 def test_insert_without_returning_as_on_mysql_8(store):
     store._supports_returning = lambda connection: False
     store.returning = False

@@ -146,14 +146,17 @@ class JobsSql:
         return ids
 
     def _insert_unique(self, cur: Any, spec: JobSpec, now: float, index_pending: bool, returning: bool) -> Inserted:
+        """One live job per queue and ext: any live one (whatever its flags) is returned instead of a new one; two
+        unique enqueues at once meet at the uniq_live key, and the loser returns the winner's job."""
         for _ in range(5):
+            row = self.run(cur, "find_live_ext", queue=spec.queue, ext=spec.ext).fetchone()
+            if row:
+                return Inserted(row[0], row[1], row[2], False)
             try:
                 job_id = self._insert(cur, [spec], now, index_pending, returning)[0]
                 return Inserted(job_id, PENDING, spec.due_at, True)
             except self.integrity_error:
-                row = self.run(cur, "find_live_unique", queue=spec.queue, ext=spec.ext).fetchone()
-                if row:
-                    return Inserted(row[0], row[1], row[2], False)
+                continue
         raise BackendError(f"{self.backend}: unique job {spec.queue}/{spec.ext} kept changing; try again")
 
     def _supports_returning(self, connection: Any) -> bool:
