@@ -13,7 +13,7 @@ import threading
 import pymysql
 import pytest
 
-from delayq.errors import SchemaError
+from delayq.errors import InvalidInput, SchemaError
 from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.store import open_store
 from delayq.store.queries import latest_version
@@ -434,3 +434,32 @@ def test_search_pages_by_key_with_every_filter(store):
     assert by(error="50%_off") == [job.id] and by(error="50x_off") == []
     assert by(statuses=("failed",), time_field="finished", since=NOW) == [job.id]
     assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]
+
+
+def test_a_wrong_connection_is_named_in_one_line_and_writes_nothing(store, tmp_path):
+    """connection= given a cursor, another driver's connection, or a connection to a database without delayq's
+    tables: InvalidInput naming what was expected (not an AttributeError or a raw 1146)."""
+    other = sqlite3.connect(str(tmp_path / "other.db"))
+    wrong = [other.cursor(), object()]
+    if store.dialect == "sqlite":
+        wrong.append(pymysql)                         # not even a connection
+    else:
+        from urllib.parse import urlsplit
+        u = urlsplit(MYSQL_URL)
+        raw = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                              password=u.password or "", database="mysql", autocommit=False)
+        with pytest.raises(InvalidInput, match="without delayq's tables") as caught:
+            store.insert_jobs_on(raw, [spec(ext="w")], NOW, index_pending=True)
+        raw.rollback(), raw.close()
+        assert "\n" not in str(caught.value)
+        wrong.append(other)                           # a sqlite3 connection on a MySQL store
+    for obj in wrong:
+        with pytest.raises(InvalidInput, match="connection= must be an open connection") as caught:
+            store.insert_jobs_on(obj, [spec(ext="w")], NOW, index_pending=True)
+        assert "\n" not in str(caught.value) and type(obj).__name__ in str(caught.value)
+    if store.dialect == "sqlite":
+        other_tables = store.insert_jobs_on  # a sqlite3 connection to another file: no tables there
+        with pytest.raises(InvalidInput, match="without delayq's tables"):
+            other_tables(other, [spec(ext="w")], NOW, index_pending=True)
+    other.close()
+    assert store.by_ext("w") == []

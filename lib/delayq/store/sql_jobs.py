@@ -30,6 +30,14 @@ def skipped(ids: Sequence[int], rows: Sequence[Sequence], wanted: Sequence[str])
     return [(job, seen.get(job, "gone")) for job in ids if seen.get(job) not in wanted]
 
 
+def _is_pymysql(connection: Any) -> bool:
+    return type(connection).__module__.split(".")[0] == "pymysql" and hasattr(connection, "cursor")
+
+
+def _kind(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
 def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
 
@@ -105,13 +113,21 @@ class JobsSql:
 
     def insert_jobs_on(self, connection: Any, specs: list[JobSpec], now: float,
                        index_pending: bool) -> list[Inserted]:
-        if (self.dialect == "sqlite") != isinstance(connection, sqlite3.Connection):
-            raise InvalidInput(f"connection= must be an open connection to the {self.backend} database that "
-                               "DELAYQ_DATABASE_URL names (PyMySQL for mysql://, sqlite3 for sqlite://)")
+        expected = (f"connection= must be an open connection to the {self.backend} database that DELAYQ_DATABASE_URL "
+                    "names: a PyMySQL connection for mysql://, a sqlite3 one for sqlite://")
+        if (self.dialect == "sqlite") != isinstance(connection, sqlite3.Connection) or not (
+                self.dialect == "sqlite" or _is_pymysql(connection)):
+            raise InvalidInput(f"{expected}; got {_kind(connection)}", "connection")
         self.ready()
         cur = connection.cursor()
         try:   # the caller's own connection: RETURNING only where its server has it
             return self._insert_all(cur, specs, now, index_pending, self._supports_returning(connection))
+        except Exception as exc:
+            if self._missing_table(exc):
+                raise InvalidInput(f"connection= is on a database without delayq's tables (prefix {self.prefix!r}): "
+                                   f"it must be the database DELAYQ_DATABASE_URL names ({self.where}), "
+                                   "migrated with `delayq migrate`", "connection") from None
+            raise
         finally:
             cur.close()
 
