@@ -31,6 +31,7 @@ def store(request, tmp_path):
         s.migrate(NOW)
     else:
         s = open_store(f"sqlite:///{tmp_path}/store.db", prefix)
+        s.migrate(NOW)
     yield s
     s.close()
     if request.param.startswith("mysql"):
@@ -50,6 +51,19 @@ def started(store, n=1, token="tok", **kw):
 def test_migrate_is_idempotent_and_the_schema_is_current(store):
     assert store.migrate(NOW) == []
     assert store.check_schema() == latest_version(store.dialect)
+
+
+def test_migrate_on_a_new_sqlite_file_says_what_it_applied(tmp_path):
+    """`delayq migrate` in a new directory said "schema up to date" while it created the file and every table."""
+    s = open_store(f"sqlite:///{tmp_path}/new.db", new_prefix())
+    try:
+        assert s.migrate(NOW) == sorted(latest_version_list()) and s.migrate(NOW) == []
+    finally:
+        s.close()
+
+
+def latest_version_list() -> list[int]:
+    return list(range(1, latest_version("sqlite") + 1))
 
 
 def test_an_unmigrated_prefix_is_named_with_how_to_fix():
