@@ -47,9 +47,11 @@ VALUES (:queue, :ext, :unique_live, :is_unique, :callable, :args, 'pending', 0, 
   :due_at, :deadline, :priority, :lease_seconds, :timeout_seconds, :at_most_once, :on_timeout, :event, :event_id,
   :index_pending, :now, :now)
 
--- name: find_live_unique
--- The live (pending or running) unique job of a queue and ext.
-SELECT id, status, due_at FROM {jobs} WHERE queue = :queue AND ext = :ext AND unique_live = 1
+-- name: find_live_ext
+-- The oldest live (pending or running) job of a queue and ext, whatever flags it was enqueued with: what a unique
+-- enqueue returns instead of adding one.
+SELECT id, status, due_at FROM {jobs} WHERE queue = :queue AND ext = :ext AND status IN ('pending', 'running')
+ORDER BY id LIMIT 1
 
 -- name: delete_jobs
 -- Remove jobs (used to undo an enqueue whose index write failed).

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, Sequence
 
 from . import config, logs
-from .errors import EXIT_RUNTIME, EXIT_USAGE, DelayqError
+from .errors import EXIT_RUNTIME, EXIT_USAGE, DelayqError, InvalidInput
 
 EXIT_INTERRUPTED = 130
 
@@ -38,6 +38,21 @@ def parser(prog: str, description: str, verbose: bool = False) -> Parser:
     if verbose:
         p.add_argument("-v", "--verbose", action="store_true", help="log each job or recovery to stderr")
     return p
+
+
+def queue_argument(p: Parser, help: str = "the queue (a pull-mode tube is ~NAME)") -> None:
+    """The one queue a command acts on, as QUEUE or --queue QUEUE (the flag list, retry and cancel take)."""
+    p.add_argument("queue", nargs="?", help=f"{help}; or --queue QUEUE")
+    p.add_argument("--queue", dest="queue_option", metavar="QUEUE", help=argparse.SUPPRESS)
+
+
+def the_queue(args: argparse.Namespace) -> str:
+    """The queue given by queue_argument's either form: exactly one (both forms naming the same one is fine)."""
+    given = {q for q in (args.queue, args.queue_option) if q is not None}
+    if len(given) != 1:
+        raise InvalidInput("name one queue: QUEUE or --queue QUEUE" if not given else
+                           f"two queues given ({' and '.join(sorted(given))}): name one", "queue")
+    return given.pop()
 
 
 def debug() -> bool:

@@ -149,7 +149,7 @@ def test_pause_and_resume_a_queue_through_the_scripts(world):
     assert stats["paused"] and stats["paused_reason"] == "gateway down" and stats["due_now"] == 1
     assert stats["oldest_due_lag_s"] == 0                                        # waiting, not late
     assert "queue sms is paused since" in script(world, "list.py", "--queue", "sms", check=0).stdout
-    assert "resumed queue sms" in script(world, "resume.py", "sms", check=0).stdout
+    assert "resumed queue sms" in script(world, "resume.py", "--queue", "sms", check=0).stdout   # either form
     ran = as_json(script(world, "run_due.py", "--queue", "sms", "--json", check=0))
     assert ran["succeeded"] == 1
     assert as_json(script(world, "show.py", "--id", str(job["id"]), "--json", check=0))["jobs"][0]["status"] == "succeeded"
@@ -184,6 +184,7 @@ def test_a_killed_runner_shows_as_stopped_beating_and_a_clean_stop_as_stopped(wo
     clean, clean_id = runner("stop")
     try:
         live = state(killed_id)
+        assert killed_id in {w["id"] for w in as_json(script(world, "workers.py", "--live", "--json", check=0))["workers"]}
         assert live["state"] == "live" and live["queues"] == ["default", "sms"] and live["concurrency"] == 4
         assert [job["id"] for job in live["running"]] == [7] and live["pid"] == killed.pid
         killed.kill()
@@ -193,6 +194,13 @@ def test_a_killed_runner_shows_as_stopped_beating_and_a_clean_stop_as_stopped(wo
         assert state(clean_id)["state"] == "stopped"
         text = script(world, "workers.py", check=0).stdout
         assert "stopped beating" in text and "live" not in text
+        assert as_json(script(world, "workers.py", "--live", "--json", check=0))["workers"] == []
+        seen = as_json(script(world, "workers.py", "--since", "10m ago", "--json", check=0))["workers"]
+        assert {w["id"] for w in seen} >= {killed_id, clean_id}
+        assert as_json(script(world, "workers.py", "--since", "2000-01-01T00:00:00Z", "--json",
+                              check=0))["workers"] != []
+        future = script(world, "workers.py", "--since", "2100-01-01T00:00:00Z", check=0).stdout
+        assert "no runner matches" in future
     finally:
         for proc in (killed, clean):
             proc.kill()

@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 
+from delayq.config import describe
 from tests.conftest import ROOT, make_backend
 
 BIN = os.path.join(ROOT, "bin")
@@ -236,9 +237,14 @@ def test_emit_list_stats_scripts(world, tmp_path):
     listed = as_json(script(world, "list.py", "--ext-prefix", "order:", "--json", check=0))["jobs"]
     assert [j["id"] for j in listed] == sorted(emitted["ids"], reverse=True)
     assert {j["status"] for j in listed} == {"succeeded"}
-    assert "(no jobs)" in script(world, "list.py", "--status", "failed", check=0).stdout
+    none = script(world, "list.py", "--status", "failed", check=0).stdout      # and which database it looked in
+    where = describe(world.database_url)                                        # no user, no password
+    assert f"(no jobs in {where}, prefix {world.prefix})" in none
     prom = tmp_path / "delayq.prom"
-    stats = as_json(script(world, "stats.py", "--json", "--prom", str(prom), check=0))["queues"]
+    report = as_json(script(world, "stats.py", "--json", "--prom", str(prom), check=0))
+    assert (report["database"], report["prefix"]) == (where, world.prefix)
+    assert f"database: {where}, prefix {world.prefix}" in script(world, "stats.py", check=0).stdout
+    stats = report["queues"]
     assert stats["default"]["counts"]["succeeded"] == 2 and stats["mail"]["succeeded_1h"] == 1
     assert 'delayq_jobs{queue="mail",status="succeeded"} 1' in prom.read_text()
     assert "queue" in script(world, "stats.py", check=0).stdout

@@ -13,7 +13,7 @@ import threading
 import pymysql
 import pytest
 
-from delayq.errors import SchemaError
+from delayq.errors import InvalidInput, SchemaError
 from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.store import open_store
 from delayq.store.queries import latest_version
@@ -31,6 +31,7 @@ def store(request, tmp_path):
         s.migrate(NOW)
     else:
         s = open_store(f"sqlite:///{tmp_path}/store.db", prefix)
+        s.migrate(NOW)
     yield s
     s.close()
     if request.param.startswith("mysql"):
@@ -50,6 +51,19 @@ def started(store, n=1, token="tok", **kw):
 def test_migrate_is_idempotent_and_the_schema_is_current(store):
     assert store.migrate(NOW) == []
     assert store.check_schema() == latest_version(store.dialect)
+
+
+def test_migrate_on_a_new_sqlite_file_says_what_it_applied(tmp_path):
+    """`delayq migrate` in a new directory said "schema up to date" while it created the file and every table."""
+    s = open_store(f"sqlite:///{tmp_path}/new.db", new_prefix())
+    try:
+        assert s.migrate(NOW) == sorted(latest_version_list()) and s.migrate(NOW) == []
+    finally:
+        s.close()
+
+
+def latest_version_list() -> list[int]:
+    return list(range(1, latest_version("sqlite") + 1))
 
 
 def test_an_unmigrated_prefix_is_named_with_how_to_fix():
@@ -79,6 +93,23 @@ def test_insert_returns_ids_in_order_and_unique_returns_the_live_job(store):
     assert [store.get(first[i].id).ext for i in (0, 599)] == ["o:0", "o:599"]
     a, b = store.insert_jobs([spec(ext="u", unique=True), spec(ext="u", unique=True)], NOW)
     assert (a.created, b.created, b.id) == (True, False, a.id)
+
+
+def test_unique_keeps_one_live_job_per_queue_and_ext_whatever_flags_the_live_one_had(store):
+    """README: a unique enqueue returns the live (pending or running) job of its queue and ext, however that one was
+    enqueued; a plain enqueue always adds one (it asked for no check)."""
+    plain = store.insert_jobs([spec(ext="order:1")], NOW)[0]
+    again = store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0]
+    assert (again.created, again.id) == (False, plain.id)
+    assert store.insert_jobs([spec(ext="order:1", queue="other", unique=True)], NOW)[0].created   # another queue
+    unique = store.insert_jobs([spec(ext="order:2", unique=True)], NOW)[0]
+    assert unique.created and store.insert_jobs([spec(ext="order:2")], NOW)[0].created         # the other way round
+    assert store.insert_jobs([spec(ext="order:2", unique=True)], NOW)[0].id == unique.id
+    [running] = store.start([plain.id], "tok", NOW, 300.0)
+    assert store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0].id == running.id       # running is live
+    store.finish([Outcome(running, SUCCEEDED, NOW, NOW)], NOW)
+    fresh = store.insert_jobs([spec(ext="order:1", unique=True)], NOW)[0]
+    assert fresh.created and fresh.id != plain.id                                              # ended: a new one
 
 
 def test_insert_without_returning_as_on_mysql_8(store):
@@ -439,3 +470,32 @@ def test_search_pages_by_key_with_every_filter(store):
     assert by(error="50%_off") == [job.id] and by(error="50x_off") == []
     assert by(statuses=("failed",), time_field="finished", since=NOW) == [job.id]
     assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]
+
+
+def test_a_wrong_connection_is_named_in_one_line_and_writes_nothing(store, tmp_path):
+    """connection= given a cursor, another driver's connection, or a connection to a database without delayq's
+    tables: InvalidInput naming what was expected (not an AttributeError or a raw 1146)."""
+    other = sqlite3.connect(str(tmp_path / "other.db"))
+    wrong = [other.cursor(), object()]
+    if store.dialect == "sqlite":
+        wrong.append(pymysql)                         # not even a connection
+    else:
+        from urllib.parse import urlsplit
+        u = urlsplit(MYSQL_URL)
+        raw = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                              password=u.password or "", database="mysql", autocommit=False)
+        with pytest.raises(InvalidInput, match="without delayq's tables") as caught:
+            store.insert_jobs_on(raw, [spec(ext="w")], NOW, index_pending=True)
+        raw.rollback(), raw.close()
+        assert "\n" not in str(caught.value)
+        wrong.append(other)                           # a sqlite3 connection on a MySQL store
+    for obj in wrong:
+        with pytest.raises(InvalidInput, match="connection= must be an open connection") as caught:
+            store.insert_jobs_on(obj, [spec(ext="w")], NOW, index_pending=True)
+        assert "\n" not in str(caught.value) and type(obj).__name__ in str(caught.value)
+    if store.dialect == "sqlite":
+        other_tables = store.insert_jobs_on  # a sqlite3 connection to another file: no tables there
+        with pytest.raises(InvalidInput, match="without delayq's tables"):
+            other_tables(other, [spec(ext="w")], NOW, index_pending=True)
+    other.close()
+    assert store.by_ext("w") == []

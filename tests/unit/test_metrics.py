@@ -2,8 +2,11 @@
 
 import re
 
-from delayq import metrics
-from delayq.commands import _filters, cancel
+import pytest
+
+from delayq import cli, metrics
+from delayq.commands import _filters, cancel, pause, resume
+from delayq.errors import InvalidInput
 from delayq.search import JobFilter
 from delayq.store import queries
 
@@ -24,3 +27,24 @@ def test_repeated_flags_and_ages_become_one_filter():
     f = _filters.job_filter(args, now=10_000.0)
     assert f == JobFilter(ids=(3, 4), queues=("a", "~tube"), statuses=("pending", "failed"), since=10_000.0 - 7200,
                           until=9000.0, time_field="created", ext_prefix="order:")
+
+
+def test_an_age_reads_as_the_help_writes_it_with_or_without_ago():
+    for text in ("2h", "2h ago", " 90 m  ago", "1.5d ago"):
+        args = cancel.build_parser("cancel").parse_args(["--since", text])
+        f = _filters.job_filter(args, now=1_000_000.0)
+        assert f.since == 1_000_000.0 - {"2h": 7200, "2h ago": 7200, " 90 m  ago": 5400,
+                                                    "1.5d ago": 129600}[text]
+    with pytest.raises(InvalidInput):
+        _filters.job_filter(cancel.build_parser("cancel").parse_args(["--since", "2h hence"]), now=0.0)
+
+
+def test_pause_and_resume_take_the_queue_as_list_retry_and_cancel_do_or_as_their_own_argument():
+    for command in (pause, resume):
+        parser = command.build_parser(command.__name__)
+        assert cli.the_queue(parser.parse_args(["--queue", "sms"])) == "sms"
+        assert cli.the_queue(parser.parse_args(["sms"])) == "sms"
+        assert cli.the_queue(parser.parse_args(["sms", "--queue", "sms"])) == "sms"
+        for argv in ([], ["sms", "--queue", "mail"]):
+            with pytest.raises(InvalidInput):
+                cli.the_queue(parser.parse_args(argv))

@@ -16,7 +16,7 @@ from ..errors import InvalidInput, NotFound
 from ..search import TIME_FIELDS, JobFilter
 
 CONFIRM_ABOVE = 100
-_AGO_RE = re.compile(r"^\s*\d+(\.\d+)?\s*[smhd]\s*$")
+_AGO_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[smhd])(\s+ago)?\s*$")      # 2h, or 2h ago (the help's own form)
 WORDS = {"retry": ("retried", "failed"), "cancel": ("cancelled", "pending"), "purge": ("deleted", "finished")}
 
 
@@ -46,22 +46,24 @@ def add_bulk_flags(p: argparse.ArgumentParser) -> None:
 
 def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
     """The flags as one JobFilter (checked); InvalidInput naming the flag at fault."""
-    until, time_field = _time(args.until, "--until", now), args.time or "due"
+    until, time_field = when(args.until, "--until", now), args.time or "due"
     if getattr(args, "older_than", None):
         if args.until:
             raise InvalidInput("--older-than and --until say the same thing: give one of them")
         until, time_field = now - validate.duration(args.older_than, "--older-than"), args.time or "finished"
     statuses = tuple(s.strip() for value in args.status or () for s in value.split(",") if s.strip())
     return JobFilter(ids=tuple(args.id or ()), queues=tuple(args.queue or ()), statuses=statuses, call=args.call,
-                     ext=args.ext, ext_prefix=args.ext_prefix, since=_time(args.since, "--since", now), until=until,
+                     ext=args.ext, ext_prefix=args.ext_prefix, since=when(args.since, "--since", now), until=until,
                      time_field=time_field, error=args.error).checked()
 
 
-def _time(value: str | None, flag: str, now: float) -> float | None:
+def when(value: str | None, flag: str, now: float) -> float | None:
+    """A --since/--until value as epoch seconds: an age before now (2h, 2h ago), ISO-8601, or epoch seconds."""
     if value is None:
         return None
-    if _AGO_RE.match(value):
-        return now - validate.duration(value, flag)
+    age = _AGO_RE.match(value)
+    if age:
+        return now - validate.duration(age.group(1), flag)
     return validate.instant(value, flag)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import app, cli
+from ..config import describe
 from ..errors import InvalidInput
 from ..search import MAX_PAGE
 from . import _filters
@@ -32,18 +33,20 @@ def execute(args, settings) -> int:
     shown = {row["queue"] for row in rows} | set(f.queues)
     held = {queue: {"since": cli.when(at), "reason": reason} for queue, (at, reason) in paused.items() if queue in shown}
     more = rows[-1]["id"] if len(rows) == args.limit else None
-    cli.emit(args, {"jobs": rows, "paused": held, "next_before": more}, table(rows, held, more))
+    where = describe(settings.database_url)
+    cli.emit(args, {"jobs": rows, "paused": held, "next_before": more, "database": where, "prefix": settings.prefix},
+             table(rows, held, more, f"{where}, prefix {settings.prefix}"))
     return 0
 
 
-def table(rows: list[dict], paused: dict[str, dict], more: int | None) -> str:
+def table(rows: list[dict], paused: dict[str, dict], more: int | None, where: str = "") -> str:
     head = "  ".join(name.ljust(width) for name, width in COLUMNS)
     lines = [head.rstrip(), "  ".join("-" * width for _, width in COLUMNS)]
     for row in rows:
         values = dict(row, att=f"{row['attempts']}/{row['max_attempts']}")
         lines.append("  ".join(_cell(values.get(name), width) for name, width in COLUMNS).rstrip())
     if not rows:
-        lines.append("(no jobs)")
+        lines.append(f"(no jobs in {where})" if where else "(no jobs)")
     for queue, info in sorted(paused.items()):
         lines.append(f"queue {queue} is paused since {info['since']}" + (f": {info['reason']}" if info["reason"] else "")
                      + f" (delayq resume {queue})")

@@ -9,12 +9,13 @@ from ..search import JobFilter
 def build_parser(prog: str) -> cli.Parser:
     p = cli.parser(prog, "Pause a queue: every runner on every host stops claiming its jobs within a second or so "
                          "(jobs already running finish). Enqueue still works; `delayq resume QUEUE` undoes it.")
-    p.add_argument("queue", help="the queue (a pull-mode tube is ~NAME)")
+    cli.queue_argument(p)
     p.add_argument("--reason", help="why, shown by stats and list (e.g. 'SMS gateway down, INC-123')")
     return p
 
 
 def execute(args, settings) -> int:
+    args.queue = cli.the_queue(args)
     manager = app.open_ready(settings)
     new = manager.pause(args.queue, args.reason)
     since, reason = manager.paused_queues()[args.queue]

@@ -7,11 +7,12 @@ from .. import app, cli
 
 def build_parser(prog: str) -> cli.Parser:
     p = cli.parser(prog, "Resume a paused queue: every runner claims its jobs again within a second or so.")
-    p.add_argument("queue", help="the queue (a pull-mode tube is ~NAME)")
+    cli.queue_argument(p)
     return p
 
 
 def execute(args, settings) -> int:
+    args.queue = cli.the_queue(args)
     manager = app.open_ready(settings)
     resumed = manager.resume(args.queue)
     text = f"resumed queue {args.queue}" if resumed else f"queue {args.queue} was not paused: nothing to do"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from .. import app, cli, jobs, metrics
+from ..config import describe
 from ..errors import InvalidInput
 
 HOUR = 3600.0
@@ -82,19 +83,19 @@ def execute(args, settings) -> int:
         raise InvalidInput("--watch takes 0.2 to 3600 seconds")
     manager = app.open_manager(settings)
     if args.watch is None:
-        return show(args, manager)
+        return show(args, manager, settings)
     try:
         while True:
             if sys.stdout.isatty() and not args.json:
                 print("\x1b[H\x1b[2J", end="")
-            show(args, manager)
+            show(args, manager, settings)
             sys.stdout.flush()
             manager.clock.sleep(args.watch)
     except KeyboardInterrupt:
         return 0
 
 
-def show(args, manager) -> int:
+def show(args, manager, settings) -> int:
     stats = gather(manager)
     if args.prom:
         metrics.write_textfile(args.prom, manager)
@@ -102,8 +103,10 @@ def show(args, manager) -> int:
     shown = {q: {k: (cli.when(v) if k in ("next_due", "oldest_due", "paused_since") else v) for k, v in s.items()
                  if not k.startswith("_")} for q, s in stats.items()}
     data = {"time": cli.when(manager.clock.now()), "queues": shown,
-            "workers": {state: sum(1 for w in runners if w.state == state) for state in ("live", "lost", "stopped")}}
-    cli.emit(args, data, table(shown) + "\n" + footer(shown, data["workers"]))
+            "workers": {state: sum(1 for w in runners if w.state == state) for state in ("live", "lost", "stopped")},
+            "database": describe(settings.database_url), "prefix": settings.prefix}
+    cli.emit(args, data, table(shown) + "\n" + footer(shown, data["workers"]) +
+             f"\ndatabase: {data['database']}, prefix {settings.prefix}")
     return 0
 
 

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from .. import app, cli
+from . import _filters
 
 COLUMNS = ("state", "host", "pid", "queues", "conc", "started", "last_beat", "running")
 
 
 def build_parser(prog: str) -> cli.Parser:
-    return cli.parser(prog, "Runners seen in the last day: live ones (with the jobs they run now), ones that stopped "
-                            "cleanly, and ones that stopped beating (killed, hung or cut off from the database).")
+    p = cli.parser(prog, "Runners seen in the last day: live ones (with the jobs they run now), ones that stopped "
+                         "cleanly, and ones that stopped beating (killed, hung or cut off from the database). Rows of "
+                         "runners gone for a day are deleted by the runners themselves.")
+    p.add_argument("--live", action="store_true", help="only the runners beating now")
+    p.add_argument("--since", help="only runners seen since then: an age (10m, 2h, 1d ago), ISO-8601 or epoch seconds")
+    return p
 
 
 def execute(args, settings) -> int:
     manager = app.open_manager(settings)
     now = manager.clock.now()
-    found = sorted(manager.workers(), key=lambda w: (w.state != "live", -w.last_seen))
+    since = _filters.when(args.since, "--since", now)
+    found = sorted((w for w in manager.workers() if (w.live or not args.live) and (since is None or w.last_seen >= since)),
+                   key=lambda w: (w.state != "live", -w.last_seen))
     data = {"workers": [_data(w, now) for w in found],
             "live": sum(1 for w in found if w.live), "stopped": sum(1 for w in found if not w.live)}
     cli.emit(args, data, table(found, now))
@@ -34,7 +41,7 @@ def table(found: list, now: float) -> str:
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]
     lines = ["  ".join(c.ljust(width) for c, width in zip(COLUMNS, widths)).rstrip()]
     lines += ["  ".join(v.ljust(width) for v, width in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines) if rows else lines[0] + "\n(no runner has beaten in the last day)"
+    return "\n".join(lines) if rows else lines[0] + "\n(no runner matches: none has beaten in the time shown)"
 
 
 def _state(w) -> str:

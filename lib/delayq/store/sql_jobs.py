@@ -30,6 +30,14 @@ def skipped(ids: Sequence[int], rows: Sequence[Sequence], wanted: Sequence[str])
     return [(job, seen.get(job, "gone")) for job in ids if seen.get(job) not in wanted]
 
 
+def _is_pymysql(connection: Any) -> bool:
+    return type(connection).__module__.split(".")[0] == "pymysql" and hasattr(connection, "cursor")
+
+
+def _kind(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
 def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
 
@@ -105,13 +113,21 @@ class JobsSql:
 
     def insert_jobs_on(self, connection: Any, specs: list[JobSpec], now: float,
                        index_pending: bool) -> list[Inserted]:
-        if (self.dialect == "sqlite") != isinstance(connection, sqlite3.Connection):
-            raise InvalidInput(f"connection= must be an open connection to the {self.backend} database that "
-                               "DELAYQ_DATABASE_URL names (PyMySQL for mysql://, sqlite3 for sqlite://)")
+        expected = (f"connection= must be an open connection to the {self.backend} database that DELAYQ_DATABASE_URL "
+                    "names: a PyMySQL connection for mysql://, a sqlite3 one for sqlite://")
+        if (self.dialect == "sqlite") != isinstance(connection, sqlite3.Connection) or not (
+                self.dialect == "sqlite" or _is_pymysql(connection)):
+            raise InvalidInput(f"{expected}; got {_kind(connection)}", "connection")
         self.ready()
         cur = connection.cursor()
         try:   # the caller's own connection: RETURNING only where its server has it
             return self._insert_all(cur, specs, now, index_pending, self._supports_returning(connection))
+        except Exception as exc:
+            if self._missing_table(exc):
+                raise InvalidInput(f"connection= is on a database without delayq's tables (prefix {self.prefix!r}): "
+                                   f"it must be the database DELAYQ_DATABASE_URL names ({self.where}), "
+                                   "migrated with `delayq migrate`", "connection") from None
+            raise
         finally:
             cur.close()
 
@@ -146,14 +162,17 @@ class JobsSql:
         return ids
 
     def _insert_unique(self, cur: Any, spec: JobSpec, now: float, index_pending: bool, returning: bool) -> Inserted:
+        """One live job per queue and ext: any live one (whatever its flags) is returned instead of a new one; two
+        unique enqueues at once meet at the uniq_live key, and the loser returns the winner's job."""
         for _ in range(5):
+            row = self.run(cur, "find_live_ext", queue=spec.queue, ext=spec.ext).fetchone()
+            if row:
+                return Inserted(row[0], row[1], row[2], False)
             try:
                 job_id = self._insert(cur, [spec], now, index_pending, returning)[0]
                 return Inserted(job_id, PENDING, spec.due_at, True)
             except self.integrity_error:
-                row = self.run(cur, "find_live_unique", queue=spec.queue, ext=spec.ext).fetchone()
-                if row:
-                    return Inserted(row[0], row[1], row[2], False)
+                continue
         raise BackendError(f"{self.backend}: unique job {spec.queue}/{spec.ext} kept changing; try again")
 
     def _supports_returning(self, connection: Any) -> bool:

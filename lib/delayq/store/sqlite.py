@@ -70,5 +70,17 @@ class SQLiteStore(SqlStore):
             finally:
                 self._migrating = False
 
+    def migrate(self, now: float) -> list[int]:
+        """The migrations this call applied: its own reads do not create the tables first (ready() would, and
+        `delayq migrate` on a new file would then say "schema up to date" while it created them)."""
+        with self._ready_lock:
+            was, self._migrating = self._migrating, True
+            try:
+                done = super().migrate(now)
+            finally:
+                self._migrating = was
+            self._ready = True
+            return done
+
     def server_time(self) -> float:
         return time.time()
