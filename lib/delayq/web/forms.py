@@ -8,7 +8,7 @@ from typing import Mapping
 
 from werkzeug.datastructures import MultiDict
 
-from ..commands._filters import _time as time_value     # the CLI's reading of --since/--until
+from ..commands._filters import when as time_value     # the CLI's reading of --since/--until
 from ..errors import InvalidInput
 from ..search import TIME_FIELDS, JobFilter
 
