@@ -116,11 +116,17 @@ def mysql8_store(prefix: str):
     return MySQL8Mode(MYSQL_URL, prefix)
 
 
-def drop_mysql(prefix: str) -> None:
+def raw_mysql(database: str | None = None) -> "pymysql.connections.Connection":
+    """A plain PyMySQL connection (autocommit off) to the test MariaDB: as an application, an operator or another
+    process would hold one. `database`: another one than MYSQL_URL's."""
     from urllib.parse import urlsplit
     u = urlsplit(MYSQL_URL)
-    conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                           password=u.password or "", database=u.path.lstrip("/"))
+    return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root", password=u.password or "",
+                           database=database or u.path.lstrip("/"), autocommit=False)
+
+
+def drop_mysql(prefix: str) -> None:
+    conn = raw_mysql()
     with conn.cursor() as cur:
         for table in TABLES:
             cur.execute("DROP TABLE IF EXISTS `%s_%s`" % (prefix, table))  # our own generated prefix

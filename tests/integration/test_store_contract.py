@@ -6,6 +6,7 @@ its docstring promises (what is atomic, what is conditional on the claim token).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -17,7 +18,7 @@ from delayq.errors import InvalidInput, SchemaError
 from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.store import open_store
 from delayq.store.queries import latest_version
-from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, require
+from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, raw_mysql, require
 
 NOW = 1_800_000_000.0
 
@@ -123,10 +124,7 @@ def test_insert_on_the_callers_connection_exists_only_if_it_commits(store, tmp_p
     def connection():
         if store.dialect == "sqlite":
             return sqlite3.connect(store.path, isolation_level=None)
-        from urllib.parse import urlsplit
-        u = urlsplit(MYSQL_URL)
-        return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                               password=u.password or "", database=u.path.lstrip("/"), autocommit=False)
+        return raw_mysql()
 
     conn = connection()
     for outcome in ("rollback", "commit"):
@@ -291,24 +289,28 @@ def test_the_leases_of_everything_live_holders_hold_move_on_in_one_call(store):
     assert store.keep_alive_held([], NOW, 300.0) == 0
 
 
+@contextlib.contextmanager
+def row_locked(store, job_id: int):
+    """One job row locked by another connection's open transaction (a worker frozen mid-write), until the block ends."""
+    frozen = raw_mysql()
+    try:
+        with frozen.cursor() as cur:
+            cur.execute("SELECT id FROM `%s_jobs` WHERE id = %%s FOR UPDATE" % store.prefix, (job_id,))
+        yield
+    finally:
+        frozen.rollback()
+        frozen.close()
+
+
 def test_keeping_leases_never_waits_on_a_row_a_live_holder_has_locked(store):
     """A worker frozen mid-write (a job holding its interpreter in a C call) keeps its rows locked: the supervisor's
     lease keeping skips them instead of waiting (a wait ran into DELAYQ_DB_TIMEOUT and ended the whole runner)."""
     if store.dialect == "sqlite":
         return                                # one writer at a time: no row is ever locked by another
     a, b = started(store, 1, token="w1")[0], started(store, 1, token="w1")[0]
-    from urllib.parse import urlsplit
-    u = urlsplit(MYSQL_URL)
-    frozen = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                             password=u.password or "", database=u.path.lstrip("/"), autocommit=False)
-    try:
-        with frozen.cursor() as cur:
-            cur.execute("SELECT id FROM `%s_jobs` WHERE id = %%s FOR UPDATE" % store.prefix, (a.id,))
-            assert store.keep_alive_held(["w1"], NOW + 100, 300.0) == 1
+    with row_locked(store, a.id):
+        assert store.keep_alive_held(["w1"], NOW + 100, 300.0) == 1
         assert [store.get(j.id).lease_until for j in (a, b)] == [NOW + 300, NOW + 400]
-    finally:
-        frozen.rollback()
-        frozen.close()
 
 
 def test_a_recovery_skips_a_row_being_written_now_instead_of_waiting(store):
@@ -317,18 +319,9 @@ def test_a_recovery_skips_a_row_being_written_now_instead_of_waiting(store):
     if store.dialect == "sqlite":
         return                                # one writer at a time: no row is ever locked by another
     a, b = started(store, 1, token="w1")[0], started(store, 1, token="w1")[0]
-    from urllib.parse import urlsplit
-    u = urlsplit(MYSQL_URL)
-    frozen = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                             password=u.password or "", database=u.path.lstrip("/"), autocommit=False)
     lost = [Outcome(j, PENDING, NOW, NOW + 301, "lost", due_at=NOW + 301, interrupted=True) for j in (a, b)]
-    try:
-        with frozen.cursor() as cur:
-            cur.execute("SELECT id FROM `%s_jobs` WHERE id = %%s FOR UPDATE" % store.prefix, (a.id,))
-            assert store.finish(lost, NOW + 301, witnessed=False)[0] == {b.id}
-    finally:
-        frozen.rollback()
-        frozen.close()
+    with row_locked(store, a.id):
+        assert store.finish(lost, NOW + 301, witnessed=False)[0] == {b.id}
     assert store.finish(lost, NOW + 302, witnessed=False)[0] == {a.id}        # the next recovery
     assert [store.get(j.id).status for j in (a, b)] == [PENDING, PENDING]
 
@@ -480,10 +473,7 @@ def test_a_wrong_connection_is_named_in_one_line_and_writes_nothing(store, tmp_p
     if store.dialect == "sqlite":
         wrong.append(pymysql)                         # not even a connection
     else:
-        from urllib.parse import urlsplit
-        u = urlsplit(MYSQL_URL)
-        raw = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
-                              password=u.password or "", database="mysql", autocommit=False)
+        raw = raw_mysql(database="mysql")
         with pytest.raises(InvalidInput, match="without delayq's tables") as caught:
             store.insert_jobs_on(raw, [spec(ext="w")], NOW, index_pending=True)
         raw.rollback(), raw.close()
