@@ -240,3 +240,38 @@ def test_a_paused_cluster_or_sentinel_master_ends_every_script_within_the_failov
                       *(["is unreachable: No master found for 'mymaster'"] if form == "sentinel" else []))
     finally:
         topology.stop()
+
+
+def test_a_claim_under_way_when_a_worker_stops_fails_it_with_one_line_and_no_warning(redis_server, caplog):
+    """Issue 21, invariant 6 (the long fault check's event f): a worker stops (its window ended, SIGTERM) while a
+    claim of its waits on a Redis that stopped answering. That claim's error is the worker's one fatal line (the
+    runner exits 1 with it), not a warning printed before the same error from elsewhere."""
+    require("mysql")
+    from delayq.clock import SystemClock
+    from delayq.index.redis import RedisIndex
+    from delayq.manager import Manager
+    from delayq.registry import Registry
+    from delayq.runner.worker import Worker
+    from delayq.runner.summary import Summary
+    from delayq.store import open_store
+
+    prefix = new_prefix()
+    store = open_store(MYSQL_URL, prefix)
+    manager = Manager(store, RedisIndex(redis_server.url, prefix, store, socket_timeout=1.0), Registry(("examples",)),
+                      SystemClock())
+    try:
+        store.migrate(time.time())
+        manager.next_due(["default"])                      # the index connected: the pause meets a live connection
+        stop = []
+        worker = Worker(manager, ["default"], should_stop=lambda: bool(stop))
+        with paused(redis_server.proc):
+            worker.claimer.start(10, worker.wake)
+            stop.append(True)
+            with caplog.at_level("WARNING", logger="delayq"), pytest.raises(BackendError) as failed:
+                worker._stop(Summary(), grace=None)
+        assert "Redis at " in str(failed.value) and "timed out" in str(failed.value)
+        assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    finally:
+        worker.close()
+        manager.close()
+        drop_mysql(prefix)

@@ -345,13 +345,20 @@ class Worker:
     def _unsubmitted(self, summary: Summary) -> list[Job]:
         """The jobs of the claims still under way when the loop ended: to hand back with the others."""
         jobs: list[Job] = []
+        failed: BackendError | None = None
         for future, _ in list(self.claimer.under_way):
             wait_futures([future])
             try:
                 jobs += self._collect(future, summary)
+            except BackendError as exc:  # the backend stopped answering: the worker fails with this one line
+                failed = failed or exc     # (after the others are collected); its claim's jobs come back with
+                self.claimer.under_way = [c for c in self.claimer.under_way if c[0] is not future]   # their lease
             except DelayqError as exc:   # nothing claimed: its jobs (if any) come back when their lease runs out
                 log.warning("a claim under way when the runner stopped failed: %s", exc)
                 self.claimer.under_way = [claim for claim in self.claimer.under_way if claim[0] is not future]
+        if failed is not None:
+            self.executor.stop()
+            raise failed
         return jobs
 
     def close(self) -> None:
