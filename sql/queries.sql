@@ -139,6 +139,10 @@ SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
 -- holding its interpreter, or another recovery); what it skipped, the next one finds again.
 SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {skip_locked}
 
+-- name: recorded_attempts
+-- Of some jobs, the attempts that have their row already (a run is recorded once, whoever writes it first).
+SELECT job_id, attempt FROM {attempts} WHERE job_id IN (:ids)
+
 -- name: finish_succeeded
 -- Record success for held jobs.
 UPDATE {jobs} SET status = 'succeeded', finished_at = :now, updated_at = :now, last_error = NULL, claim_token = NULL,

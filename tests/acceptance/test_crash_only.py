@@ -388,6 +388,37 @@ def test_a_job_holding_the_interpreter_in_c_touches_no_batch_mate(chaos, tmp_pat
     assert attempt_rows(chaos)[culprit] and unrecorded(chaos, history) == []
 
 
+@ON_MARIADB_REDIS
+def test_an_outcome_is_durable_while_a_batch_mate_holds_the_interpreter(chaos, tmp_path):
+    """Issue 21, invariant 3 (the long fault check's event a): a job ends, then a batch-mate holds the worker's
+    interpreter (a C call holding the GIL, as a memory hog touching its pages does), so the worker cannot commit
+    the outcome waiting for its group commit; had the supervisor been killed then, nobody would keep the lease,
+    and compensate would run the ended job again.
+
+    Right answer: the supervisor writes the ended job's outcome while the batch-mate still blocks (the job's row
+    says succeeded before the batch-mate's run ends); when the worker moves again, its own commit adds no second
+    attempt row; each job ran once and has one attempt row."""
+    history = tmp_path / "history.jsonl"
+    quick, blocker = enqueue(chaos, [fault(history, "ok", ms=100), fault(history, "block_c", ms=600, seconds=8)])
+    proc = runner(chaos, "--for", "12", "--concurrency", "4", "--timeout", "30")
+    try:
+        seen = {}
+
+        def settled():     # the batch-mate's end is read first: a success seen after it does not count
+            seen["blocker ended"] = any(run["end"] is not None for run in runs(history).get(blocker, []))
+            seen["quick succeeded"] = jobs(chaos)[quick]["status"] == "succeeded"
+            return any(seen.values())
+        assert wait_until(settled, timeout=30)
+        assert seen == {"blocker ended": False, "quick succeeded": True}, "the outcome waited for the batch-mate"
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()[-2000:]
+    finally:
+        end_processes(chaos, proc)
+    ran, tries = runs(history), attempt_rows(chaos)
+    assert [len(ran[quick]), len(ran[blocker])] == [1, 1], ran
+    assert [[t[:2] for t in tries[quick]], [t[:2] for t in tries[blocker]]] == [[(1, "succeeded")], [(1, "succeeded")]], tries
+    assert jobs(chaos)[blocker]["status"] == "succeeded"
+
+
 # -- 6. a paused server is bounded --------------------------------------------------------------------------------
 @pytest.mark.parametrize("which, backend, bound", [("mariadb", "MySQL", 3.0), ("redis", "Redis", 2.0)])
 def test_a_server_paused_under_running_jobs_ends_the_runner_within_its_bound(private_world, mariadb, redis_server,

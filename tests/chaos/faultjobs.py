@@ -18,7 +18,8 @@ row of that (job, attempt) is a run without its record.
     fork        forks a child that sleeps `seconds` holding the runner's stdout and stderr, then returns
     term_proof  starts a child that ignores SIGTERM and sleeps `seconds`, then sleeps `seconds` itself
     spin        a pure-Python busy loop for `seconds` (it lets other threads run)
-    block_c     blocks in C holding the GIL for `seconds` (no other thread of its process runs meanwhile)
+    block_c     blocks in C holding the GIL for `seconds` (no other thread of its process runs meanwhile), after
+                sleeping `ms` milliseconds first (0: at once)
     hog         allocates and touches `mb` megabytes (2048: a memory hog), holds them `seconds`, returns
     sleep       sleeps `seconds` (a hung upstream)
 """
@@ -69,6 +70,8 @@ def behave(kind: str, ms: float = 0.0, seconds: float = 0.0, mb: int = 2048) -> 
         while time.monotonic() < end:
             pass
     elif kind == "block_c":
+        if ms:
+            time.sleep(ms / 1000)
         ctypes.PyDLL(None).usleep(int(seconds * 1_000_000))     # PyDLL: the GIL stays held during the call
     elif kind == "hog":
         block = bytearray(mb << 20)

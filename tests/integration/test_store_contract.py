@@ -272,6 +272,19 @@ def test_expired_leases_give_what_recovery_needs_and_are_recovered_once(store):
     assert [s.status for s in store.steps(job.id)] == [FAILED]           # a manual step is never run again
 
 
+def test_a_run_recorded_by_a_recovery_gets_no_second_attempt_row_from_its_late_witness(store):
+    """A run is recorded once, whoever writes it first: the supervisor wrote an ended job's outcome while its
+    worker could not (a batch-mate held the worker's interpreter), or a recovery recorded it as interrupted; when
+    the worker's own commit comes, the claim is gone and the run already has its row."""
+    [job, other] = started(store, 2)
+    done = Outcome(job, SUCCEEDED, NOW, NOW + 1, None)
+    assert store.finish([done], NOW + 1, witnessed=False)[0] == {job.id}          # the supervisor's write
+    late = [Outcome(job, SUCCEEDED, NOW, NOW + 1, None), Outcome(other, SUCCEEDED, NOW, NOW + 2, None)]
+    assert store.finish(late, NOW + 3)[0] == {other.id}                          # the worker's, later
+    assert [(a.attempt, a.outcome) for a in store.attempts(job.id)] == [(1, "succeeded")]
+    assert [(a.attempt, a.outcome) for a in store.attempts(other.id)] == [(1, "succeeded")]
+
+
 def test_a_start_returns_only_what_it_moved_itself(store):
     """If a failover lost a claim's write in Redis, a later claim of the same holder may bring the same id again:
     its start (a new claim token) gets nothing, and the job does not run twice at once."""

@@ -103,6 +103,13 @@ def verdicts(death: Death, known: dict[int, Known]) -> tuple[int | None, bool]:
     return None, len(running) > 1
 
 
+def ended(job: Job, k: Known, why: str) -> Result:
+    """The result of a job that ended (its ledger slot says how) and whose outcome its worker has not written: the
+    error text of a failure stays in the worker (the ledger holds the kind, not the text)."""
+    lost = None if k.kind in (OK, SNOOZE) else f"(its error was lost: {why})"
+    return Result(job.id, k.kind or INTERRUPTED, k.started, k.finished, error=lost, snooze=k.snooze)
+
+
 def judge(death: Death, known: dict[int, Known], now: float, now_mono: float):
     """(judge, solo): for recovery.settle, what each job the dead process held comes to."""
     blamed, suspects = verdicts(death, known)
@@ -121,8 +128,7 @@ def judge(death: Death, known: dict[int, Known], now: float, now_mono: float):
                 return Result(job.id, INTERRUPTED, job.started_at, now, error=f"interrupted: its process {how}")
             return None
         if k.state == ENDED:
-            lost = None if k.kind in (OK, SNOOZE) else "(its error was lost: its process died before writing it)"
-            return Result(job.id, k.kind or INTERRUPTED, k.started, k.finished, error=lost, snooze=k.snooze)
+            return ended(job, k, "its process died before writing it")
         if k.slot == blamed:
             return Result(job.id, CRASHED, started_of(k), now, error=f"it killed its {'solo ' if death.solo else 'worker '}process, which {how}")
         return Result(job.id, INTERRUPTED, started_of(k), now, error=f"interrupted: its process {how} while it ran")

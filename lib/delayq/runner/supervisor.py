@@ -36,13 +36,14 @@ from .. import recovery
 from ..errors import BackendError, DelayqError
 from ..jobs import ISOLATED, Job, new_holder
 from . import child, postmortem
-from .ledger import DRAIN, FINISH, RUN, RUNNING, STOP, TICK, Ledger
+from .ledger import DRAIN, ENDED, FINISH, RUN, RUNNING, STOP, TICK, Ledger
 from .summary import Summary
 from .worker import Worker, ledger_for
 
 log = logging.getLogger("delayq.runner")
 LOOP = 0.05                 # seconds between the supervisor's looks at its children (at most)
 STALL = 0.25                # a worker whose ticker is this late has one thread holding its interpreter
+RESCUE = 1.0                # ... this late: the outcomes its ended jobs wait with are written by the supervisor
 MAX_DRAINING = 2            # workers finishing their jobs after a time limit, per worker wanted; older ones end
 PR_SET_CHILD_SUBREAPER = 36
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -64,6 +65,7 @@ class Child:
     credit: dict[tuple[int, int], float] = field(default_factory=dict)   # (slot, job) -> seconds not counted
     cpu: dict[int, float] = field(default_factory=dict)          # thread id -> CPU seconds, last read
     checked: float = 0.0                                          # when its ledger was last looked at
+    rescued: float = 0.0                                          # when its ended jobs were last written for it
 
 
 class Supervisor:
@@ -305,6 +307,7 @@ class Supervisor:
             stalled = now - c.ledger.ticked > STALL and c.ledger.ticked > 0
             if stalled:
                 self._credit(c, running, now)
+                self._rescue(c, now)
             else:
                 c.cpu.clear()
             c.checked = now
@@ -349,6 +352,27 @@ class Supervisor:
             if k.tid != holder:
                 key = (k.slot, k.job_id)
                 c.credit[key] = c.credit.get(key, 0.0) + step
+
+    def _rescue(self, c: Child, now: float) -> None:
+        """A worker whose interpreter one of its jobs has held for RESCUE seconds (a C call, a memory hog) cannot
+        commit the outcomes of the jobs that ended before: the supervisor writes them, so that they are durable
+        even if the supervisor dies before the worker moves again (then nobody keeps the leases, and compensate
+        would run those jobs again). One recovery path: recovery.settle on the ledger's word, skipping rows the
+        worker is writing now; when the worker moves again, its own commit finds them written (not held) and
+        adds no second attempt row. A failure's error text stays in the worker (the ledger holds its kind)."""
+        if c.solo or now - c.ledger.ticked < RESCUE or now - c.rescued < RESCUE:
+            return
+        c.rescued = now
+        ended = {k.job_id: k for k in c.ledger.known().values() if k.state == ENDED and not k.abandoned}
+        if not ended:
+            return
+        jobs = [job for job in self.manager.held(c.holder) if job.id in ended]
+        why = "written by the supervisor while a batch-mate held its worker's interpreter"
+        done = recovery.settle(self.manager, jobs, lambda job: postmortem.ended(job, ended[job.id], why))
+        if done:
+            log.info("worker %d: %d ended job(s) written by the supervisor while a job held the worker's "
+                     "interpreter", c.pid, len(done))
+        self.summary.count_recovered(done)
 
     def _grace_over(self) -> None:
         if self._stop_at is not None and time.monotonic() >= self._stop_at:

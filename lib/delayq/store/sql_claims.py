@@ -125,7 +125,10 @@ class ClaimsSql:
                 rows = self.run(cur, lock, ids=[o.job.id for o in group], token=token).fetchall()
                 held.update(row[0] for row in rows)
             mine = [o for o in outcomes if o.job.id in held]
-            _, followups = self._write_outcomes(cur, mine, outcomes if witnessed else mine, now)
+            ran = mine
+            if witnessed and len(mine) < len(outcomes):     # runs whose claim was lost: recorded, once
+                ran = mine + self._unrecorded(cur, [o for o in outcomes if o.job.id not in held])
+            _, followups = self._write_outcomes(cur, mine, ran, now)
             return held, followups
         if not witnessed:
             return self.retried(some_held)
@@ -133,6 +136,15 @@ class ClaimsSql:
             return {o.job.id for o in outcomes}, self.retried(all_held)
         except _NotAllHeld:
             return self.retried(some_held)   # some lease was taken over: lock the rows, write only those still held
+
+    def _unrecorded(self, cur: Any, outcomes: list[Outcome]) -> list[Outcome]:
+        """Of the runs of jobs no longer held, those without an attempt row yet. A run's row may be there already:
+        its supervisor wrote its outcome while its worker could not (a batch-mate held the worker's interpreter),
+        or a recovery recorded it as interrupted; its witness adds no second row for the same attempt."""
+        have: set[tuple[int, int]] = set()
+        for part in chunks([o.job.id for o in outcomes]):
+            have.update((job, attempt) for job, attempt in self.run(cur, "recorded_attempts", ids=part).fetchall())
+        return [o for o in outcomes if (o.job.id, o.job.attempts) not in have]
 
     def _write_outcomes(self, cur: Any, mine: list[Outcome], ran: list[Outcome],
                         now: float) -> tuple[int, list[tuple[int, str, float, int]]]:
