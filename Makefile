@@ -7,6 +7,7 @@ PYTEST_ARGS ?=
 .PHONY: run test unit install wheel bench bench-quick chaos clean
 
 $(VENV)/.installed: pyproject.toml
+	scripts/ensure_build_deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

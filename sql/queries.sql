@@ -385,6 +385,12 @@ queue IN (:queues)
 -- A filter fragment: in these statuses.
 status IN (:statuses)
 
+-- name: filter_timed_out
+-- A filter fragment: the job's last attempt ran past its time limit (stored timeout_retry or timeout_failed; see
+-- words.py). One dive into the attempts' (job_id, attempt) index per row the other fragments leave.
+(SELECT a.outcome FROM {attempts} a WHERE a.job_id = {jobs}.id ORDER BY a.attempt DESC, a.id DESC LIMIT 1)
+  IN ('timeout_retry', 'timeout_failed')
+
 -- name: filter_call
 -- A filter fragment: this callable.
 callable = :call

@@ -5,14 +5,21 @@
     @delayq.job
     def auto_confirm(order_id: int) -> None: ...
 
-    queue = delayq.connect()                      # settings from the environment / .env; share it across threads
+    auto_confirm.enqueue(123)                     # on the default client: settings from the environment / .env
+    auto_confirm.options(delay="1d", ext="order:123").enqueue(order_id=123)
+
+    delayq.configure(database_url="sqlite:///jobs.db", allowed_modules=("shop",))   # or set in code, once
+    queue = delayq.connect()                      # or a client of your own; share it across threads
     queue.enqueue(auto_confirm, {"order_id": 123}, delay="1d", ext="order:123")
+
+docs/DEVELOPERS.md: defining, enqueueing and testing jobs (delayq.testing).
 """
 
 from .app import connect, open_manager
 from .client import Client
 from .config import Config
 from .context import JobContext, current_job
+from .default import configure, default_client
 from .errors import (BackendError, CallableRefused, ConfigError, DelayqError, InvalidInput, NotFound,
                      Permanent, SchemaError, Snooze)
 from .events import on
@@ -22,16 +29,15 @@ from .registry import job
 
 __all__ = [
     "BackendError", "CallableRefused", "Client", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
-    "Manager", "Message", "NotFound", "Queue", "Permanent", "SchemaError", "Snooze", "connect", "current_job", "emit",
-    "job", "on", "open_manager",
+    "Manager", "Message", "NotFound", "Queue", "Permanent", "SchemaError", "Snooze", "configure", "connect",
+    "current_job", "default_client", "emit", "job", "on", "open_manager",
 ]
 __version__ = "0.2.0"
 
 
 def emit(code: str, data=None, delay=None, ext: str | None = None):
-    """Emit an event with the settings from the environment / .env: one job per handler.
+    """Emit an event on the default client (delayq.configure, else the environment / .env): one job per handler.
 
-    Returns (event id, jobs). For many events, keep a client: delayq.connect().emit(...).
+    Returns (event id, jobs).
     """
-    with connect() as client:
-        return client.emit(code, data, delay=delay, ext=ext)
+    return default_client().emit(code, data, delay=delay, ext=ext)

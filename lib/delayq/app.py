@@ -12,10 +12,13 @@ from .registry import Registry
 from .store import open_store
 
 
-def open_manager(config: Config | None = None, clock: Clock | None = None) -> Manager:
-    """A Manager for `config` (default: the environment and .env). Connects lazily."""
+def open_manager(config: Config | None = None, clock: Clock | None = None, create: bool = True) -> Manager:
+    """A Manager for `config` (default: the environment and .env). Connects lazily.
+
+    create=False: the embedded SQLite file and its tables are never created (open_store), for what does not
+    enqueue: a command run from the wrong directory then says so instead of showing an empty new database."""
     config = config or config_mod.load()
-    store = open_store(config.database_url, config.prefix, config.db_timeout)
+    store = open_store(config.database_url, config.prefix, config.db_timeout, create)
     index = open_index(config.redis_url, config.prefix, store, socket_timeout=config.redis_timeout,
                        connect_timeout=config.redis_timeout, failover_wait=config.redis_failover_wait)
     if clock is None:
@@ -24,11 +27,20 @@ def open_manager(config: Config | None = None, clock: Clock | None = None) -> Ma
                    queues=config.queues, event_modules=config.event_modules)
 
 
-def open_ready(config: Config | None = None, clock: Clock | None = None) -> Manager:
+def open_ready(config: Config | None = None, clock: Clock | None = None, create: bool = True) -> Manager:
     """A Manager whose store and index were just proven usable (Manager.check_ready): for commands that write,
     so a wrong password, a missing database or unmigrated tables stop them before anything is written."""
-    manager = open_manager(config, clock)
+    manager = open_manager(config, clock, create)
     manager.check_ready()
+    return manager
+
+
+def open_reader(config: Config | None = None, clock: Clock | None = None) -> Manager:
+    """A Manager for a command that only reads (list, show, stats, workers): nothing is created, and the store is
+    proven to hold delayq's tables first (one query; the index is not asked), so the wrong database or prefix
+    is one line naming it (SchemaError), not an empty answer."""
+    manager = open_manager(config, clock, create=False)
+    manager.store.check_schema()
     return manager
 
 def default_clock(config: Config, store, index) -> Clock:

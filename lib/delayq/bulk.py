@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
+from . import words
 from .errors import InvalidInput
 from .jobs import FAILED, FINAL, PENDING
 from .search import JobFilter
@@ -60,9 +61,16 @@ def scoped(action: str, f: JobFilter) -> JobFilter:
     """The filter an action walks: only the statuses it acts on, unless ids name the jobs (then any status is
     looked at, and the others are reported as skipped with their status)."""
     allowed, label = ACTIONS[action]
-    bad = sorted(set(f.statuses) - set(allowed))
+    bad = sorted(words.shown(s) for s in set(f.statuses) - set(allowed))
     if bad:
-        raise InvalidInput(f"{action} takes {label} only ({', '.join(allowed)}), not {', '.join(bad)}", "status")
+        raise InvalidInput(f"{action} takes {label} only ({', '.join(map(words.shown, allowed))}), not "
+                           f"{', '.join(bad)}", "status")
+    if action == "purge" and f.timed_out:
+        # purge's own default once named the deadline's status timed_out: a cron line written then must not come
+        # to mean jobs whose last attempt hit its time limit (failed ones among them)
+        raise InvalidInput("purge does not take --status timed_out (a run that hit its time limit): jobs their "
+                           "deadline ended are expired now (their status was called timed_out before): use --status "
+                           "expired, or --status failed for failed jobs", "status")
     if f.empty:
         raise InvalidInput(f"{action} needs a filter (--id, --queue, --status, --call, --ext, --ext-prefix, --since, "
                            "--until, --error): it never acts on every job at once")

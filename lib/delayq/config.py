@@ -47,7 +47,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import ConfigError, shown
@@ -69,6 +69,16 @@ LEASE_RANGE = (1.0, 7 * 86400.0)
 
 @dataclass(frozen=True)
 class Config:
+    """delayq's settings: read by load() / Config.from_env() from the environment and .env, or built in code.
+
+        Config(database_url="mysql://app:secret@db:3306/shop", allowed_modules=("shop",), prefix="shop")
+
+    Each field is the DELAYQ_ setting of the same name (above), as Python values: times in seconds
+    (lease=300.0), module lists as tuples (allowed_modules=("shop", "billing")), DELAYQ_QUEUES as a
+    dict. Every value is checked here, as load() checks the environment's: a bad one raises
+    ConfigError, one line, naming the setting. repr() shows no password.
+    """
+
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
     allowed_modules: tuple[str, ...] = field(default_factory=tuple)
@@ -91,7 +101,21 @@ class Config:
     redis_failover_wait: float | None = None
     web_password: str | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, dotenv_path: str | None = ".env") -> "Config":
+        """The settings of the environment, with a .env file filling the gaps (the same as load())."""
+        return load(env, dotenv_path)
+
+    def __repr__(self) -> str:
+        shown_fields = ", ".join(f"{f.name}={self._shown(f.name)!r}" for f in fields(self) if f.repr)
+        return f"Config({shown_fields})"
+
+    def _shown(self, name: str) -> object:
+        value = getattr(self, name)
+        return redact(value) if name in ("database_url", "redis_url") and isinstance(value, str) else value
+
     def __post_init__(self) -> None:
+        self._check_code_values()
         if not isinstance(self.prefix, str) or not PREFIX_RE.match(self.prefix):
             raise ConfigError(
                 f"DELAYQ_PREFIX {shown(self.prefix, 60)!r} is invalid: use a letter then up to 39 letters, digits or _"
@@ -108,6 +132,32 @@ class Config:
                                          ("DELAYQ_REDIS_TIMEOUT", self.redis_timeout, TIMEOUT_RANGE)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
                 raise ConfigError(f"{setting} must be {lo:g} to {hi:g} seconds, not {shown(value)!r}")
+
+    def _check_code_values(self) -> None:
+        """The fields load() checks as it reads them, checked for a Config built in code (lists become tuples)."""
+        from . import validate
+        from .errors import InvalidInput
+
+        for name, setting in (("allowed_modules", "DELAYQ_ALLOWED_MODULES"), ("event_modules", "DELAYQ_EVENT_MODULES"),
+                              ("app_path", "DELAYQ_APP_PATH")):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not all(
+                    isinstance(item, str) and item for item in value):
+                raise ConfigError(f"{setting} in code ({name}=) is a tuple of names, e.g. ('shop',), "
+                                  f"not {shown(value)!r}")
+            object.__setattr__(self, name, tuple(value))
+        try:
+            timeout = validate.duration(self.timeout, "DELAYQ_TIMEOUT", 1, validate.MAX_LEASE)
+            object.__setattr__(self, "timeout", timeout)
+            object.__setattr__(self, "heartbeat", validate.duration(self.heartbeat, "DELAYQ_HEARTBEAT", 0.1, 3600))
+            if self.concurrency is not None:
+                concurrency = validate.integer(self.concurrency, "DELAYQ_CONCURRENCY", 1, 1024)
+                object.__setattr__(self, "concurrency", concurrency)
+            if not isinstance(self.queues, dict):
+                raise ConfigError("DELAYQ_QUEUES in code (queues=) is a dict, e.g. {\"report\": {\"lease\": 3600}}")
+            object.__setattr__(self, "queues", validate.queue_defaults(self.queues))
+        except InvalidInput as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") -> Config:
@@ -291,10 +341,11 @@ def redact(url: str) -> str:
 
 
 def describe(url: str) -> str:
-    """Where a backend lives, for error messages: scheme://host:port/db, no user, no password."""
+    """Where a backend lives, for error messages: scheme://host:port/db, no user, no password; an SQLite file by its
+    absolute path (sqlite:////srv/shop/delayq.db), so that output says which file wherever it was run from."""
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
-        return url
+        return "sqlite:///" + os.path.abspath(url[len("sqlite:///"):] or "delayq.db")
     host = parts.hostname or "localhost"
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}"

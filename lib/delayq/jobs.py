@@ -15,9 +15,14 @@ from typing import Any
 from . import ladders
 
 PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = "pending", "running", "succeeded", "failed", "cancelled"
-TIMED_OUT = "timed_out"     # the deadline ended it (polling that never got its answer): not a failure
+TIMED_OUT = "timed_out"     # the deadline ended it (polling that never got its answer): not a failure. Shown as
+                            # "expired" (words.py): the stored spelling, kept so that no row needs rewriting
 STATUSES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
 FINAL = (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT)
+# An attempt that ran past its time limit and was stopped, as its attempts row stores it: its job pending again on
+# the ladder, or failed for good (the job's status says the same; the row keeps both for the counters). Both are
+# shown as "timed_out" (words.py).
+TIMEOUT_RETRY, TIMEOUT_FAILED = "timeout_retry", "timeout_failed"
 ISOLATED = "w"              # the first letter of the claim tokens of worker and solo processes, which run nothing
                             # but jobs: when such a lease runs out, its whole runner vanished, and no job is to blame
 HOLDER = 16                 # a claim token's first characters name its holder (one process, all its life); the
@@ -104,7 +109,8 @@ class Attempt:
     attempt: int
     started_at: float
     finished_at: float
-    outcome: str            # succeeded, retry, snoozed, failed, timed_out, interrupted (pull: deleted, ...)
+    outcome: str            # as stored: succeeded, retry, snoozed, failed, timed_out (the deadline), timeout_retry,
+                            # timeout_failed (the time limit), interrupted (pull: deleted, ...); words.shown() names them
     error: str | None = None
 
 

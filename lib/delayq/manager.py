@@ -14,7 +14,7 @@ import secrets
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
-from . import bulk, events, recovery, validate
+from . import bulk, events, recovery, validate, words
 from .bulk import BulkResult
 from .clock import Clock
 from .errors import BackendError, InvalidInput, NotFound
@@ -242,7 +242,7 @@ class Manager:
             raise InvalidInput(f"job {taken[0]} was enqueued as unique and another job with its queue and ext is live "
                                "now: cancel that one first, or let it finish")
         if not changed.changed:
-            refused = ", ".join(f"job {job} is {reason}" for job, reason in changed.skipped)
+            refused = ", ".join(f"job {job} is {words.shown(reason)}" for job, reason in changed.skipped)
             raise NotFound(f"nothing to retry: {refused} (only failed jobs can be retried)")
         return [job for job, _, _ in changed.changed]
 
@@ -300,7 +300,7 @@ class Manager:
         now = self.clock.now()
         if job.status != PENDING or not self.store.make_due(job.id, now):
             current = self.store.statuses([job.id]).get(job.id, "gone")
-            raise InvalidInput(f"job {job.id} is {current}: only a pending job can run now")
+            raise InvalidInput(f"job {job.id} is {words.shown(current)}: only a pending job can run now")
         self.index.add([(job.id, job.queue, now, job.priority)])
         return replace(job, due_at=now)
 

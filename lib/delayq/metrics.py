@@ -22,19 +22,23 @@ from prometheus_client import CollectorRegistry, start_http_server, write_to_tex
 from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
                                             Metric)
 
+from . import words
 from .errors import DelayqError, InvalidInput
-from .jobs import PENDING, STATUSES
+from .jobs import PENDING
 
 if TYPE_CHECKING:
     from .manager import Manager
 
 log = logging.getLogger(__name__)
-COUNTERS = (  # (metric, kind, name in the metrics rows, help)
+COUNTERS = (  # (metric, kind, name in the metrics rows as words.counted_as names them, help)
     ("delayq_jobs_enqueued", "jobs", "enqueued", "Jobs enqueued."),
     ("delayq_jobs_succeeded", "outcome", "succeeded", "Attempts that succeeded."),
-    ("delayq_jobs_failed", "outcome", "failed", "Jobs that failed for good (their last attempt failed)."),
-    ("delayq_jobs_retried", "outcome", "retry", "Attempts that failed and were scheduled again on the ladder."),
-    ("delayq_jobs_timed_out", "outcome", "timed_out", "Jobs their deadline ended (timed_out)."),
+    ("delayq_jobs_failed", "outcome", "failed", "Jobs that failed for good (their last attempt failed or timed out)."),
+    ("delayq_jobs_retried", "outcome", "retry", "Attempts that failed (or timed out) and were scheduled again on the "
+                                                "ladder."),
+    ("delayq_jobs_timed_out", "outcome", "timed_out", "Attempts that ran past their time limit and were stopped "
+                                                      "(also counted as retried or failed)."),
+    ("delayq_jobs_expired", "outcome", "expired", "Jobs their deadline ended (expired)."),
     ("delayq_jobs_cancelled", "jobs", "cancelled", "Jobs cancelled."),
 )
 # The buckets' upper bounds: the same as the CASE of the tally_attempts query in sql/queries.sql (a test checks).
@@ -71,18 +75,25 @@ class Collector:
 
 
 def counters(rows: list[tuple[str, str, str, int, float]]) -> Iterator[Metric]:
-    values = {(queue, kind, name): n for queue, kind, name, n, _ in rows}
+    """The rows hold the outcomes as stored: each counts under its words (words.counted_as), each attempt once in
+    delayq_attempts under the outcome every surface shows (words.shown)."""
+    values: dict[tuple[str, str, str], int] = defaultdict(int)
+    by_outcome: dict[tuple[str, str], int] = defaultdict(int)
+    for queue, kind, name, n, _ in rows:
+        for counted in (words.counted_as(name) if kind == "outcome" else (name,)):
+            values[(queue, kind, counted)] += n
+        if kind == "outcome":
+            by_outcome[(queue, words.shown(name))] += n
     queues = sorted({queue for queue, *_ in rows})
     for metric, kind, name, help_ in COUNTERS:
         family = CounterMetricFamily(metric, help_, labels=["queue"])
         for queue in queues:
             family.add_metric([queue], values.get((queue, kind, name), 0))
         yield family
-    family = CounterMetricFamily("delayq_attempts", "Attempts by outcome (retry, snoozed, interrupted, ...).",
-                                 labels=["queue", "outcome"])
-    for queue, kind, name, n, _ in sorted(rows):
-        if kind == "outcome":
-            family.add_metric([queue, name], n)
+    family = CounterMetricFamily("delayq_attempts", "Attempts by outcome (retry, snoozed, timed_out, interrupted, "
+                                 "...).", labels=["queue", "outcome"])
+    for (queue, outcome), n in sorted(by_outcome.items()):
+        family.add_metric([queue, outcome], n)
     yield family
 
 
@@ -107,10 +118,10 @@ def gauges(now: float, stats: list[tuple], workers: list, paused: dict) -> Itera
     due = GaugeMetricFamily("delayq_due_now", "Pending jobs whose due time has come.", labels=["queue"])
     lag = GaugeMetricFamily("delayq_oldest_due_lag_seconds", "How late the oldest due job is (0 in a paused queue).",
                             labels=["queue"])
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATUSES, 0))
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(words.STATUSES, 0))
     waiting: dict[str, tuple[int, float]] = {}
     for queue, status, count, due_now, oldest, *_ in stats:
-        counts[queue][status] = int(count)
+        counts[queue][words.shown(status)] = int(count)
         if status == PENDING and due_now and queue not in paused:
             waiting[queue] = (int(due_now), max(0.0, now - float(oldest)))
     for queue, by_status in sorted(counts.items()):

@@ -27,11 +27,12 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from . import words
 from .clock import Clock
 from .errors import DelayqError
 from .index import DueIndex, RebuildableIndex
 from .jobs import FAILED, ISOLATED, PENDING, RUNNING, Job, Outcome
-from .runner.decide import INTERRUPTED, VANISHED, outcome
+from .runner.decide import CRASHED, INTERRUPTED, TIMEOUT, VANISHED, outcome
 from .runner.execute import Result
 from .store.base import MaintenanceStore
 
@@ -108,7 +109,9 @@ def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Jo
     done_list += [Recovered(job.id, job.queue, PENDING, None) for job in back]
     for r in done_list:
         level = logging.WARNING if r.status == FAILED else logging.INFO
-        fields = {"job": r.id, "queue": r.queue, "recovered": r.status, "reason": r.error or "never began"}
+        fields = {"job": r.id, "queue": r.queue, "recovered": words.shown(r.status), "reason": r.error or "never began"}
+        if r.kind in (TIMEOUT, CRASHED):        # the runner's verdict, in the run_due log lines' words
+            fields["by"] = words.TIMED_OUT if r.kind == TIMEOUT else r.kind
         log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})
     return done_list
 

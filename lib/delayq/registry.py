@@ -13,9 +13,12 @@ import functools
 import importlib
 import inspect
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, ParamSpec, Protocol, TypeVar, overload
 
 from .errors import CallableRefused, InvalidInput, shown
+
+if TYPE_CHECKING:
+    from .methods import JobFunction
 
 _MARK = "__delayq_job__"
 _ONCE = "__delayq_at_most_once__"
@@ -23,10 +26,41 @@ _TIMEOUT = "__delayq_timeout__"
 MODES = ("auto", "manual")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _DUNDER_RE = re.compile(r"(^|\.)__\w*__(\.|$)")
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class Marker(Protocol):
+    """What `@delayq.job(...)` with options returns: it marks a class, or a function (adding its methods)."""
+
+    @overload
+    def __call__(self, target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def __call__(self, target: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+
+# A class is also a Callable: its overload comes first, and the class comes back as it is (no methods added).
+@overload
+def job(target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def job(target: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+
+@overload
+def job(target: None = None, /, *, at_most_once: bool = False, timeout: float | None = None) -> Marker: ...
 
 
 def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None) -> Any:
     """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
+
+    A marked function is returned unchanged (a plain call runs it, as before) with two methods added
+    (methods.py): `f.enqueue(*args, **kwargs)` schedules it on the default client, and
+    `f.options(delay="7d", ext=..., connection=...).enqueue(...)` with enqueue options; both are typed
+    from the function's own signature.
 
     `@delayq.job(at_most_once=True)` marks a job that must never run twice on its
     own (charging a user): it gets one attempt, and an attempt interrupted by a
@@ -48,6 +82,10 @@ def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None
         steps = getattr(target, "steps", None) if inspect.isclass(target) else None
         if steps is not None:
             check_steps(target, steps)
+        if inspect.isfunction(target):
+            from .methods import add_methods
+
+            add_methods(target)
         return target
 
     return mark if target is None else mark(target)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from . import validate
+from . import validate, words
 from .errors import InvalidInput
 from .jobs import STATUSES
 
@@ -23,7 +23,7 @@ MAX_PAGE = 10_000
 class JobFilter:
     ids: tuple[int, ...] = ()
     queues: tuple[str, ...] = ()
-    statuses: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()       # as stored (jobs.STATUSES); words.status_filter() reads what a user typed
     call: str | None = None              # a callable's name, or a prefix ending with ':' or '.' (a module)
     ext: str | None = None               # one business key, exactly
     ext_prefix: str | None = None        # business keys starting with this (matched literally)
@@ -31,6 +31,7 @@ class JobFilter:
     until: float | None = None           # epoch seconds, exclusive, on `time_field`
     time_field: str = "due"              # due, created or finished
     error: str | None = None             # text found in the last error (a scan: combine with other filters)
+    timed_out: bool = False              # only jobs whose last attempt ran past its time limit (--status timed_out)
 
     def checked(self) -> "JobFilter":
         """The same filter with every field validated, or InvalidInput naming the field."""
@@ -53,7 +54,8 @@ class JobFilter:
         """The set fields in words, for messages: "queue 'sms', status failed"."""
         parts = [f"id {', '.join(map(str, self.ids))}" if self.ids else "",
                  f"queue {', '.join(map(repr, self.queues))}" if self.queues else "",
-                 f"status {', '.join(self.statuses)}" if self.statuses else "",
+                 f"status {', '.join(words.shown(s) for s in self.statuses)}" if self.statuses else "",
+                 f"last attempt {words.TIMED_OUT}" if self.timed_out else "",
                  f"call {self.call!r}" if self.call else "", f"ext {self.ext!r}" if self.ext is not None else "",
                  f"ext prefix {self.ext_prefix!r}" if self.ext_prefix is not None else "",
                  f"{self.time_field} time from {_when(self.since)}" if self.since is not None else "",

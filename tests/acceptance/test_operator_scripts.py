@@ -55,7 +55,7 @@ BROKEN = {
                        "access denied for user 'root': check the user and password"),
     "unknown database": ("mysql", {"DELAYQ_DATABASE_URL": MYSQL_URL.rsplit("/", 1)[0] + "/no_such_db_dq"},
                          "unknown database 'no_such_db_dq': create it"),
-    "never migrated": ("mysql+redis", {"DELAYQ_PREFIX": "fresh"}, "do not exist: run `delayq migrate`"),
+    "never migrated": ("mysql+redis", {"DELAYQ_PREFIX": "fresh"}, ': run "delayq migrate" to create them'),
     "redis password": ("mysql+redis", {"DELAYQ_REDIS_URL": "redis://bob:hunter2@127.0.0.1:6379/0"},
                        "Redis at redis://127.0.0.1:6379/0: authentication failed: check the user and password"),
     "redis database": ("mysql+redis", {"DELAYQ_REDIS_URL": "redis://127.0.0.1:6379/99"}, "no such database number"),

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.acceptance.test_scripts import BIN, world  # noqa: F401  (the fixture: each script on each backend)
 from tests.conftest import ROOT
@@ -144,7 +148,7 @@ def test_time_limits_stop_a_job_an_at_most_once_job_and_a_step(world, tmp_path):
     started = time.monotonic()
     done = json.loads(script(world, "run_due.py", "--timeout", "2", "--concurrency", "4", "--json").stdout)
     assert time.monotonic() - started < 15            # the runner did not wait 60 s for anyone
-    assert (done["stopped"], done["succeeded"]) == (3, 1)
+    assert (done["timed_out"], done["succeeded"], done["expired"]) == (3, 1, 0)
     rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, last_error, alert_pending FROM {jobs}")}
     assert rows[hang][0] == "pending" and rows[hang][1].startswith("timed out after 2s")       # retried on its ladder
     assert rows[charge][0] == "failed" and "outcome unknown" in rows[charge][1] and rows[charge][2] == 1
@@ -153,6 +157,65 @@ def test_time_limits_stop_a_job_an_at_most_once_job_and_a_step(world, tmp_path):
              world.sql("SELECT name, status, attempts FROM {steps} WHERE job_id = ?", gift)}
     assert steps == {"reserve": ("pending", 1), "notify": ("pending", 0)}   # the hung step was running: it runs again
     assert wait_until(lambda: not leftovers(world), timeout=5)        # the hung workers did not outlive the runner
+
+
+def scrape(world):
+    """The metrics endpoint's samples, as Prometheus reads them: {(name, labels): value}."""
+    server = subprocess.Popen([sys.executable, os.path.join(BIN, "metrics.py"), "--listen", "127.0.0.1:0"],
+                              env=env(world), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        body = urllib.request.urlopen(server.stdout.readline().split()[2], timeout=10).read().decode()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body) for s in family.samples}
+
+
+def test_a_run_past_its_time_limit_is_timed_out_and_a_deadline_expired_on_every_surface(world, tmp_path):
+    """One word for each (issue 22): a run stopped at its time limit is timed_out, a job its deadline ended is
+    expired, alike in the summary line, the log lines, the metrics, list --status, show and the dashboard. (The
+    summary said timed_out for the deadline and stopped for the time limit; the log said by=timeout; the metric
+    and list --status timed_out counted the deadline.)"""
+    from delayq.web import WebSettings, create_app
+
+    log = tmp_path / "effects.log"
+    hang, poll = enqueue(world, [
+        {"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 60}, "max_attempts": 1},
+        {"call": "examples.shop:poll_payment", "args": {"trade_no": "T1", "path": str(log), "paid_after": -1},
+         "ladder": "600", "deadline": "300"},           # its next poll would fall after its deadline
+    ])
+    done = script(world, "run_due.py", "--timeout", "2")
+    assert re.search(r"\bfailed=1 expired=1 timed_out=1\b", done.stdout), done.stdout          # the summary line
+    # the log lines: the worker's (or, when the runner ended the worker process to stop the job, the recovery's)
+    assert re.search(rf"\bjob={hang} .*\b(outcome|recovered)=failed .*\bby=timed_out\b", done.stderr), done.stderr
+    assert re.search(rf"\bjob={poll} .*outcome=expired\b", done.stderr), done.stderr
+    assert "by=timeout" not in done.stderr
+
+    values = scrape(world)
+    counted = {name: values[(f"delayq_jobs_{name}_total", (("queue", "default"),))]
+               for name in ("timed_out", "expired", "failed", "retried")}
+    assert counted == {"timed_out": 1, "expired": 1, "failed": 1, "retried": 0}      # a timed-out run still failed
+    assert values[("delayq_attempts_total", (("outcome", "timed_out"), ("queue", "default")))] == 1
+    assert values[("delayq_attempts_total", (("outcome", "expired"), ("queue", "default")))] == 1
+    assert values[("delayq_jobs", (("queue", "default"), ("status", "expired")))] == 1
+    assert ("delayq_jobs", (("queue", "default"), ("status", "timed_out"))) not in values
+
+    def listed(*status):
+        return [job["id"] for job in json.loads(script(world, "list.py", "--json", *status).stdout)["jobs"]]
+    assert (listed("--status", "timed_out"), listed("--status", "expired")) == ([hang], [poll])
+    assert listed("--status", "failed,timed_out") == [hang] and listed("--status", "pending,timed_out") == []
+    shown = json.loads(script(world, "show.py", "--id", str(hang), "--json").stdout)["jobs"][0]
+    assert (shown["status"], [a["outcome"] for a in shown["attempts_history"]]) == ("failed", ["timed_out"])
+    assert json.loads(script(world, "show.py", "--id", str(poll), "--json").stdout)["jobs"][0]["status"] == "expired"
+
+    web = create_app(world.manager(), WebSettings(read_only=True)).test_client()
+    page = web.get(f"/jobs/{hang}", base_url="http://127.0.0.1:8080").get_data(as_text=True)
+    assert re.search(r'<span class="status st-failed">timed_out</span>', page), page          # its attempt
+    page = web.get(f"/jobs/{poll}", base_url="http://127.0.0.1:8080").get_data(as_text=True)
+    assert 'id="job-status">expired</span>' in page and ">timed_out<" not in page
+    found = web.get("/jobs?status=timed_out", base_url="http://127.0.0.1:8080").get_data(as_text=True)
+    assert f'href="/jobs/{hang}"' in found and f'href="/jobs/{poll}"' not in found
 
 
 def test_a_job_that_kills_its_process_fails_after_three_times_and_takes_nothing_with_it(world, tmp_path):

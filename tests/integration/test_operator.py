@@ -206,6 +206,6 @@ def test_check_ready_names_an_unmigrated_prefix():
 
     store = open_store(MYSQL_URL, new_prefix())
     manager = Manager(store, StoreIndex(store), Registry(("examples",)), FakeClock())
-    with pytest.raises(SchemaError, match="do not exist: run `delayq migrate`"):
+    with pytest.raises(SchemaError, match='no delayq tables at mysql://.* \\(prefix \\w+\\): run "delayq migrate"'):
         manager.check_ready()
     manager.close()

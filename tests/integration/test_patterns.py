@@ -70,12 +70,13 @@ def test_deadline_ends_polling_and_the_timeout_handler_runs_once(q, clock, tmp_p
     assert again.created                           # the timed-out poller no longer holds the key
 
 
-def test_a_job_due_after_its_deadline_times_out_without_running(q, clock, tmp_path):
+def test_a_job_due_after_its_deadline_expires_without_running(q, clock, tmp_path):
     log = tmp_path / "e.log"
     job = q.enqueue(POLL, {"trade_no": "T3", "path": str(log)}, delay=10, deadline=20)
     clock.advance(30)                              # the runners were down meanwhile
-    assert run(q).timed_out == 1
-    assert q.store.get(job.id).status == "timed_out" and not log.exists()
+    done = run(q)
+    assert (done.expired, done.timed_out) == (1, 0)                 # the deadline's word, not the time limit's
+    assert q.store.get(job.id).status == "timed_out" and not log.exists()      # stored as before (words.py)
 
 
 def test_failures_while_polling_follow_the_ladder_and_limits(q, clock):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 
@@ -16,6 +17,7 @@ import pytest
 
 from delayq.errors import InvalidInput, SchemaError
 from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
+from delayq.search import JobFilter
 from delayq.store import open_store
 from delayq.store.queries import latest_version
 from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, raw_mysql, require
@@ -70,9 +72,22 @@ def latest_version_list() -> list[int]:
 def test_an_unmigrated_prefix_is_named_with_how_to_fix():
     require("mysql")
     store = open_store(MYSQL_URL, new_prefix())
-    with pytest.raises(SchemaError, match=r"\(prefix '\w+'\) do not exist: run `delayq migrate`"):
+    with pytest.raises(SchemaError, match=r'^no delayq tables at mysql://127\.0\.0\.1:3306/test \(prefix \w+\): run "delayq migrate"'
+                                          r" to create them, or set DELAYQ_DATABASE_URL \(and DELAYQ_PREFIX\)"):
         store.check_schema()
     store.close()
+
+
+def test_a_store_that_must_not_create_refuses_a_missing_sqlite_file_and_creates_nothing(tmp_path):
+    """Commands that do not enqueue open the store with create=False: a missing file is a SchemaError naming it by
+    its absolute path, never a new empty database (which then answered "no jobs" from the wrong directory)."""
+    s = open_store(f"sqlite:///{tmp_path}/missing.db", new_prefix(), create=False)
+    with pytest.raises(SchemaError, match=f"^no delayq tables at sqlite:///{tmp_path}/missing.db "):
+        s.check_schema()
+    with pytest.raises(SchemaError, match="no delayq tables"):
+        s.count(JobFilter())
+    s.close()
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_schema_too_old_or_too_new_is_named(store):

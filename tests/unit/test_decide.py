@@ -42,6 +42,18 @@ def test_a_time_limit_is_a_failure_on_the_ladder_and_unknown_for_at_most_once():
     assert done.status == "failed" and "outcome unknown" in done.error and done.interrupted
 
 
+def test_an_attempt_past_its_time_limit_says_it_timed_out_and_what_came_of_its_job():
+    """Its attempt row is the time limit's (shown timed_out, words.py) and keeps the job's fate for the counters; a
+    deadline's attempt stays stored as before (shown expired), its error in the deadline's word."""
+    again, last = outcome(job(attempts=1), result("timeout")), outcome(job(attempts=3), result("timeout"))
+    assert (again.status, again.attempt_outcome) == ("pending", "timeout_retry")
+    assert (last.status, last.attempt_outcome) == ("failed", "timeout_failed")
+    assert outcome(job(attempts=1, at_most_once=True), result("timeout")).attempt_outcome == "timeout_failed"
+    assert outcome(job(attempts=1), result("error")).attempt_outcome == "retry"
+    ended = outcome(job(attempts=3), result("snooze"))
+    assert ended.attempt_outcome == "timed_out" and ended.error.startswith("expired: still not done after 3 attempt(s)")
+
+
 def test_a_job_that_killed_its_runner_three_times_fails_as_killed_its_runner():
     assert decide(job(crashes=1, max_attempts=9), result("crashed")) == ("pending", 110.0, False)
     done = outcome(job(crashes=2, max_attempts=9), result("crashed", error="its worker process died"))

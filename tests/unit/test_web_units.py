@@ -90,4 +90,5 @@ def test_search_form_reads_like_the_cli_flags():
 def test_outcome_unknown_is_recognised_in_both_messages():
     assert display.outcome_unknown(f"boom; {RUNNER_UNKNOWN}")
     assert not display.outcome_unknown("ConnectionError: timed out") and not display.outcome_unknown(None)
-    assert display.status_class("timed_out") == "st-timed-out" and display.status_class("<b>") == "st-other"
+    assert display.status_class("timed_out") == "st-expired" and display.status_class("<b>") == "st-other"
+    assert display.status_class("timeout_retry") == display.status_class("timeout_failed") == "st-failed"

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from .. import cli, jobs, validate
+from .. import cli, jobs, validate, words
 from ..bulk import SAMPLE, BulkResult
 from ..errors import InvalidInput, NotFound
 from ..search import TIME_FIELDS, JobFilter
@@ -26,7 +26,9 @@ def add_filter_flags(p: argparse.ArgumentParser, older_than: bool = False) -> No
     g.add_argument("--id", type=int, action="append", metavar="ID", help="a job id (repeat for more)")
     g.add_argument("--queue", action="append", metavar="QUEUE", help="a queue (repeat for more; a pull-mode tube is ~NAME)")
     g.add_argument("--status", action="append", metavar="STATUS",
-                   help=f"a status: {', '.join(jobs.STATUSES)} (repeat, or comma-separated)")
+                   help=f"a status: {', '.join(words.STATUSES)} (the deadline ended it; called timed_out before), or "
+                        "timed_out: the job's last attempt ran past its time limit (with other statuses: those of "
+                        "them) (repeat, or comma-separated)")
     g.add_argument("--call", help="a callable (module:function), or every callable of a module: 'shop.jobs:'")
     g.add_argument("--ext", help="a business key, exactly (e.g. order:123)")
     g.add_argument("--ext-prefix", help="business keys starting with this (e.g. order:)")
@@ -51,10 +53,10 @@ def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
         if args.until:
             raise InvalidInput("--older-than and --until say the same thing: give one of them")
         until, time_field = now - validate.duration(args.older_than, "--older-than"), args.time or "finished"
-    statuses = tuple(s.strip() for value in args.status or () for s in value.split(",") if s.strip())
+    statuses, timed_out = words.status_filter(args.status)
     return JobFilter(ids=tuple(args.id or ()), queues=tuple(args.queue or ()), statuses=statuses, call=args.call,
                      ext=args.ext, ext_prefix=args.ext_prefix, since=when(args.since, "--since", now), until=until,
-                     time_field=time_field, error=args.error).checked()
+                     time_field=time_field, error=args.error, timed_out=timed_out).checked()
 
 
 def when(value: str | None, flag: str, now: float) -> float | None:
@@ -94,8 +96,9 @@ def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,
 def report(action: str, result: BulkResult) -> dict[str, Any]:
     past = WORDS[action][0]
     return {past: result.total, "total": result.total, "per_queue": result.per_queue, "queues": result.queues,
-            "ids": result.sample_ids, "complete": result.complete, "skipped": result.skipped,
-            "untouched": [{"id": job, "status": reason} for job, reason in result.skipped_ids]}
+            "ids": result.sample_ids, "complete": result.complete,
+            "skipped": {words.shown(reason): n for reason, n in result.skipped.items()},
+            "untouched": [{"id": job, "status": words.shown(reason)} for job, reason in result.skipped_ids]}
 
 
 def per_queue(result: BulkResult) -> str:
@@ -126,11 +129,13 @@ def dry_text(action: str, result: BulkResult) -> str:
 def left_alone(result: BulkResult) -> str:
     if sum(result.skipped.values()) <= len(result.skipped_ids):
         return ", ".join(_why(job, reason) for job, reason in result.skipped_ids)
-    return ", ".join(f"{reason} {n}" for reason, n in sorted(result.skipped.items()))
+    return ", ".join(f"{words.shown(reason)} {n}" for reason, n in sorted(result.skipped.items()))
 
 
 def _why(job: int, reason: str) -> str:
-    return f"job {job} is {reason}" if reason in jobs.STATUSES or reason == "gone" else f"job {job}: {reason}"
+    if reason in jobs.STATUSES or reason == "gone":
+        return f"job {job} is {words.shown(reason)}"
+    return f"job {job}: {reason}"
 
 
 def nothing(action: str, f: JobFilter, result: BulkResult, manager: Any) -> str:

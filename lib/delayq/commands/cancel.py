@@ -21,6 +21,6 @@ def build_parser(prog: str) -> cli.Parser:
 
 
 def execute(args, settings) -> int:
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     f = _filters.job_filter(args, manager.clock.now())
     return _filters.act(args, manager, "cancel", f, lambda f, progress: manager.bulk_cancel(f, progress=progress))

@@ -25,7 +25,7 @@ def build_parser(prog: str) -> cli.Parser:
 
 def execute(args, settings) -> int:
     cli.setup_logging(args.verbose, settings.log_format)
-    manager = app.open_ready(settings)     # a broken configuration fails here, with its cause
+    manager = app.open_ready(settings, create=False)     # a broken configuration fails here, with its cause
     started = time.monotonic()
     recovered = manager.recover_expired()
     stranded = manager.requeue_stranded() + manager.index_newer()

@@ -34,14 +34,14 @@ def build_parser(prog: str) -> cli.Parser:
     p.add_argument("--ladder", help="retry ladder: wechat (default), alipay, stepped, '15,15,30,3m' or 'exp:5:3600:10'")
     p.add_argument("--max-attempts", help="attempts in all, first included (default: 1 + the ladder's steps)")
     p.add_argument("--deadline", help="from now (90s, 15m, 2h, 1d) or an ISO-8601 time: no attempt after it; "
-                                      "the job ends timed_out")
+                                      "the job ends expired")
     p.add_argument("--on-timeout", metavar="M:F", help="with --deadline: a callable run once (as its own job, same args) "
-                                                      "when the deadline ends the job")
+                                                      "when the deadline ends the job (it expired)")
     p.add_argument("--priority", help="higher runs first among jobs due together (default 0)")
     p.add_argument("--lease", help="seconds one attempt may run before compensate counts it as lost "
                                    "(default: the queue's or DELAYQ_LEASE)")
-    p.add_argument("--timeout", help="seconds one attempt may run before it is stopped and counted as failed "
-                                     "(default: the job's, the queue's or DELAYQ_TIMEOUT)")
+    p.add_argument("--timeout", help="seconds one attempt may run before it is stopped: it timed_out, counted as a "
+                                     "failure (default: the job's, the queue's or DELAYQ_TIMEOUT)")
     p.add_argument("--unique", action="store_true", help="with --ext: one live job per queue+ext; a repeat returns it")
     p.add_argument("--from-file", metavar="FILE", help="bulk: a JSON-lines file ('-' for stdin); other flags are not allowed")
     return p

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import app, cli
+from .. import app, cli, words
 from ..config import describe
 from ..errors import InvalidInput
 from ..search import MAX_PAGE
@@ -22,13 +22,14 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     if not 1 <= args.limit <= MAX_PAGE:
         raise InvalidInput(f"--limit must be between 1 and {MAX_PAGE}")
-    manager = app.open_manager(settings)
+    manager = app.open_reader(settings)
     f = _filters.job_filter(args, manager.clock.now())
     rows = manager.search(f, before=args.before, limit=args.limit)
     paused = manager.paused_queues()
     for row in rows:
         row["due_at"], row["finished_at"] = cli.when(row["due_at"]), cli.when(row["finished_at"])
         row["created_at"] = cli.when(row["created_at"])
+        row["status"] = words.shown(row["status"])
         row["last_error"] = str(row["last_error"] or "").split("\n")[0] or None
     shown = {row["queue"] for row in rows} | set(f.queues)
     held = {queue: {"since": cli.when(at), "reason": reason} for queue, (at, reason) in paused.items() if queue in shown}

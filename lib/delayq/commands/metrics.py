@@ -28,7 +28,7 @@ def listen_address(text: str) -> tuple[str, int]:
 
 def execute(args, settings) -> int:
     host, port = listen_address(args.listen)
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     server = metrics.serve(manager, host, port)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

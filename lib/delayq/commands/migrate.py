@@ -17,6 +17,7 @@ def execute(args, settings) -> int:
     store = open_store(settings.database_url, settings.prefix, settings.db_timeout)
     applied = store.migrate(time.time())
     where = describe(settings.database_url)
-    text = f"applied migration(s) {', '.join(map(str, applied))} on {where}" if applied else f"schema up to date on {where}"
+    on = f"on {where}, prefix {settings.prefix}"
+    text = f"applied migration(s) {', '.join(map(str, applied))} {on}" if applied else f"schema up to date {on}"
     cli.emit(args, {"applied": applied, "database": where, "prefix": settings.prefix}, text)
     return 0

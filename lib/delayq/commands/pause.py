@@ -16,7 +16,7 @@ def build_parser(prog: str) -> cli.Parser:
 
 def execute(args, settings) -> int:
     args.queue = cli.the_queue(args)
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     new = manager.pause(args.queue, args.reason)
     since, reason = manager.paused_queues()[args.queue]
     waiting = sum(n for _, status, n in manager.count(JobFilter(queues=(args.queue,), statuses=("pending",))))

@@ -6,9 +6,9 @@ from .. import app, cli
 from ..errors import InvalidInput
 from . import _filters
 
-DEFAULT_STATUSES = "succeeded,cancelled,timed_out"
+DEFAULT_STATUSES = "succeeded,cancelled,expired"
 EPILOG = """examples:
-  %(prog)s --older-than 3d                     # succeeded, cancelled and timed-out jobs finished 3 days ago
+  %(prog)s --older-than 3d                     # succeeded, cancelled and expired jobs finished 3 days ago
   %(prog)s --older-than 30d --status failed --yes
   %(prog)s --queue import --status succeeded --dry-run
 """
@@ -30,7 +30,7 @@ def execute(args, settings) -> int:
                            "(see --help)")
     if not 1 <= args.batch <= 5000:
         raise InvalidInput("--batch must be between 1 and 5000")
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     args.status = args.status or ([] if args.id else [DEFAULT_STATUSES])    # named ids: any final status
     f = _filters.job_filter(args, manager.clock.now())
     return _filters.act(args, manager, "purge", f, lambda f, progress: manager.bulk_purge(f, progress=progress, batch=args.batch),

@@ -25,7 +25,7 @@ def build_parser(prog: str) -> cli.Parser:
 
 
 def execute(args, settings) -> int:
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     f = _filters.job_filter(args, manager.clock.now())
     at = validate.instant(args.at, "--at") if args.at else None
     step = validate.text(args.step, "--step", 64) if args.step else None

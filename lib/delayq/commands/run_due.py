@@ -18,9 +18,9 @@ STOP: list[bool] = []     # bin/run_due.py: a SIGTERM came before execute() inst
 EPILOG = """Jobs run in --processes worker processes (default 1) of --concurrency threads each (default 16, or
 DELAYQ_CONCURRENCY, or the queue's "concurrency" in DELAYQ_QUEUES): a job that waits on an upstream does
 not hold up the others, and a job that ends its process takes only its worker down. A job runs at most its
-timeout (its own, its queue's, else --timeout / DELAYQ_TIMEOUT, default 30 s); then it is stopped and
-counted as failed. SIGTERM: claim nothing more, put jobs not started back at once, let running jobs end
-within --grace seconds, exit 0 (a second signal: at once).
+timeout (its own, its queue's, else --timeout / DELAYQ_TIMEOUT, default 30 s); then it is stopped: it
+timed_out, which counts as a failure (retried on its ladder, or failed). SIGTERM: claim nothing more, put
+jobs not started back at once, let running jobs end within --grace seconds, exit 0 (a second signal: at once).
 """
 
 
@@ -66,7 +66,7 @@ def execute(args, settings) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    manager = app.open_manager(settings)
+    manager = app.open_reader(settings)      # never creates a database: the wrong one is one line
     # With --json, stdout carries one JSON object: what jobs print (in this process or a worker) goes to stderr.
     with stdout_to_stderr() if args.json else contextlib.nullcontext():
         # With --for, outcomes are written on a second connection while the next jobs run.
@@ -74,7 +74,7 @@ def execute(args, settings) -> int:
                          every=settings.heartbeat)
         runner = Runner(manager, queues, args.batch, concurrency=concurrency, processes=args.processes,
                         should_stop=lambda: bool(stop), pipeline=args.seconds > 0, timeout=timeout, grace=args.grace,
-                        queue_limits=limits if len(queues) > 1 else None, reopen=lambda: app.open_manager(settings),
+                        queue_limits=limits if len(queues) > 1 else None, reopen=lambda: app.open_manager(settings, create=False),
                         beat=beat.tick)
         # a one-shot pass shows up only if it runs past one beat; worker processes: the supervisor beats, no thread
         beat.start(at_once=args.seconds > 0, thread=args.processes == 0)

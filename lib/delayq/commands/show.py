@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import app, cli, validate
+from .. import app, cli, validate, words
 
 FIELDS = ("id", "queue", "ext", "call", "status", "attempts", "max_attempts", "ladder", "priority", "at_most_once",
           "event", "event_id", "on_timeout", "lease", "timeout", "crashes", "due_at", "deadline", "lease_until",
@@ -21,7 +21,7 @@ def build_parser(prog: str) -> cli.Parser:
 
 
 def execute(args, settings) -> int:
-    manager = app.open_manager(settings)
+    manager = app.open_reader(settings)
     found = manager.find(job_id=args.id, ext=validate.ext(args.ext), queue=args.queue,
                          event_id=validate.text(args.event, "--event", 64) if args.event else None)
     shown = [(job, manager.attempts(job.id), manager.steps(job.id)) for job in found]
@@ -32,7 +32,8 @@ def execute(args, settings) -> int:
 
 
 def _fields(job) -> dict:
-    return {name: cli.when(getattr(job, name)) if name in TIMES else getattr(job, name) for name in FIELDS}
+    return {name: cli.when(getattr(job, name)) if name in TIMES else
+            words.shown(job.status) if name == "status" else getattr(job, name) for name in FIELDS}
 
 
 def _args(job):
@@ -54,7 +55,7 @@ def _first_line(text) -> str:
 
 def _attempt(a) -> dict:
     return {"attempt": a.attempt, "started_at": cli.when(a.started_at), "finished_at": cli.when(a.finished_at),
-            "ms": _ms(a), "outcome": a.outcome, "error": a.error}
+            "ms": _ms(a), "outcome": words.shown(a.outcome), "error": a.error}
 
 
 def _step(s) -> dict:
@@ -75,7 +76,7 @@ def _text(job, tries, steps) -> str:
                          + (f"  {_block(s.last_error, 4)}" if s.last_error else ""))
     lines.append("      history:" + ("" if tries else " no attempt"))
     for a in tries:
-        lines.append(f"  #{a.attempt} {cli.when(a.started_at)} {_ms(a):8.1f} ms  {a.outcome}"
+        lines.append(f"  #{a.attempt} {cli.when(a.started_at)} {_ms(a):8.1f} ms  {words.shown(a.outcome)}"
                      + (f"  {_block(a.error, 4)}" if a.error else ""))
     return "\n".join(lines)
 

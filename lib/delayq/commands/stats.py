@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sys
 
-from .. import app, cli, jobs, metrics
+from .. import app, cli, jobs, metrics, words
 from ..config import describe
 from ..errors import InvalidInput
 
 HOUR = 3600.0
-FAILED_ATTEMPT = ("retry", "failed", "timed_out", "interrupted")     # an attempt that did not do its work
+FAILED_ATTEMPT = ("retry", "failed", "timed_out", "expired", "interrupted")   # an attempt that did not do its work
+OUTCOME_KEYS = ("succeeded", "failed", "timed_out", "expired")         # counted per window (words.counted_as)
 COLUMNS = ("queue", "pending", "running", "failed", "due_now", "lag_s", "ok_1m", "ok_1h", "err_1m", "err_1h",
            "late_avg_s", "late_max_s", "next_due")
 
@@ -23,7 +24,7 @@ def gather(manager) -> dict[str, dict]:
     queues: dict[str, dict] = {}
     for queue, status, count, due_now, oldest, upcoming, _ in rows:
         q = _queue(queues, queue, paused)
-        q["counts"][status] = int(count)
+        q["counts"][words.shown(status)] = int(count)
         if status == jobs.PENDING:
             # cli.number: a due time edited by hand into text, inf or 1e300 gives an inf or nan lag, never a crash
             q["due_now"] = int(due_now or 0)
@@ -33,11 +34,12 @@ def gather(manager) -> dict[str, dict]:
             q["next_due"] = None if upcoming is None else float(upcoming)
     for queue, outcome, hour, minute, late_avg, late_max in manager.recent_attempts():
         q = _queue(queues, queue or "", paused)
+        names = words.counted_as(outcome)       # a run that timed out counts as timed_out and as retry or failed
         for window, n in (("1m", int(minute or 0)), ("1h", int(hour or 0))):
             q[f"attempts_{window}"] += n
-            if outcome in ("succeeded", "failed", "timed_out"):
-                q[f"{outcome}_{window}"] += n
-            if outcome in FAILED_ATTEMPT:
+            for key in OUTCOME_KEYS:
+                q[f"{key}_{window}"] += n if key in names else 0
+            if any(name in FAILED_ATTEMPT for name in names):
                 q[f"errors_{window}"] += n
         if late_avg is not None:
             _lateness(q, int(hour or 0), float(late_avg), float(late_max))
@@ -48,13 +50,13 @@ def gather(manager) -> dict[str, dict]:
 
 def _queue(queues: dict[str, dict], queue: str, paused: dict) -> dict:
     if queue not in queues:
-        queues[queue] = {"counts": dict.fromkeys(jobs.STATUSES, 0), "due_now": 0, "oldest_due_lag_s": 0.0,
+        queues[queue] = {"counts": dict.fromkeys(words.STATUSES, 0), "due_now": 0, "oldest_due_lag_s": 0.0,
                          "oldest_due": None, "next_due": None, "paused": queue in paused,
                          "paused_since": paused[queue][0] if queue in paused else None,
                          "paused_reason": paused[queue][1] if queue in paused else None,
                          "lateness_avg_s": None, "lateness_max_s": None, "_late_n": 0}
         for window in ("1m", "1h"):
-            for key in ("attempts", "succeeded", "failed", "timed_out", "errors"):
+            for key in ("attempts", *OUTCOME_KEYS, "errors"):
                 queues[queue][f"{key}_{window}"] = 0
     return queues[queue]
 
@@ -81,7 +83,7 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     if args.watch is not None and not 0.2 <= args.watch <= 3600:
         raise InvalidInput("--watch takes 0.2 to 3600 seconds")
-    manager = app.open_manager(settings)
+    manager = app.open_reader(settings)
     if args.watch is None:
         return show(args, manager, settings)
     try:

@@ -62,7 +62,7 @@ def execute(args, settings) -> int:
         raise InvalidInput(INSTALL) from None
     check_listen(host, port, settings.web_password)
     cli.setup_logging(False, settings.log_format)
-    manager = app.open_ready(settings)
+    manager = app.open_ready(settings, create=False)
     from ..web import WebSettings, create_app
 
     where = describe(settings.database_url) + (" + Redis " + describe(settings.redis_url) if settings.redis_url else "")

@@ -18,7 +18,7 @@ def build_parser(prog: str) -> cli.Parser:
 
 
 def execute(args, settings) -> int:
-    manager = app.open_manager(settings)
+    manager = app.open_reader(settings)
     now = manager.clock.now()
     since = _filters.when(args.since, "--since", now)
     found = sorted((w for w in manager.workers() if (w.live or not args.live) and (since is None or w.last_seen >= since)),

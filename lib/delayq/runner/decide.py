@@ -1,4 +1,6 @@
-"""What one run of a job comes to: succeeded, pending again (a retry or a snooze), failed, or timed_out.
+"""What one run of a job comes to: succeeded, pending again (a retry or a snooze), failed, or expired (the deadline
+ended it; stored as jobs.TIMED_OUT, see words.py). A run past its time limit (kind TIMEOUT) is a failure, retried
+or failed, whose attempt row says it timed out (jobs.TIMEOUT_RETRY, jobs.TIMEOUT_FAILED).
 
 decide() is pure (the ladder, max_attempts and the deadline); outcome() adds what the
 supervisor learnt that the job itself could not report: it ran past its time limit, its
@@ -10,7 +12,7 @@ from __future__ import annotations
 import random
 
 from .. import ladders
-from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Job, Outcome
+from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, TIMEOUT_FAILED, TIMEOUT_RETRY, Job, Outcome
 from .execute import LATE, OK, PERMANENT, SNOOZE, Result
 
 # Kinds only the supervisor can tell:
@@ -28,8 +30,8 @@ def decide(job: Job, result: Result, rng: random.Random | None = None) -> tuple[
     """(status, next due, ended by the deadline) after one attempt.
 
     A failure follows the ladder and max_attempts and ends failed (alerted), also
-    when the deadline stops its retries. Polling that never got its answer ends
-    timed_out (no alert): a snooze whose next poll would fall after the deadline,
+    when the deadline stops its retries. Polling that never got its answer expires
+    (TIMED_OUT, no alert): a snooze whose next poll would fall after the deadline,
     or, without a deadline, a snooze on the last allowed attempt.
     """
     kind, finished = result.kind, result.finished
@@ -70,14 +72,24 @@ def outcome(job: Job, result: Result, rng: random.Random | None = None) -> Outco
     return Outcome(job, status, result.started, result.finished, error_of(job, result, status, by_deadline), due,
                    snoozed=result.kind == SNOOZE, interrupted=result.kind in CUT_SHORT,
                    crashed=result.kind in (CRASHED, VANISHED), ended_by_deadline=by_deadline,
-                   label="interrupted" if result.kind in (INTERRUPTED, VANISHED) else None)
+                   label=label(result.kind, status))
+
+
+def label(kind: str, status: str) -> str | None:
+    """The attempt row's outcome where it is not the job's status: interrupted, or timed out (with what came of
+    its job: the failure counters count it as a retry or a failure, the time-limit counter as timed out)."""
+    if kind in (INTERRUPTED, VANISHED):
+        return "interrupted"
+    if kind == TIMEOUT:
+        return TIMEOUT_RETRY if status == PENDING else TIMEOUT_FAILED
+    return None
 
 
 def error_of(job: Job, result: Result, status: str, by_deadline: bool) -> str | None:
     if result.kind == LATE:
         return "deadline passed before this attempt began"
     if status == TIMED_OUT:
-        return f"timed out: still not done after {job.attempts} attempt(s), " + (
+        return f"expired: still not done after {job.attempts} attempt(s), " + (
             "the deadline passed" if by_deadline else "max_attempts reached")
     if result.kind == SNOOZE or result.kind == OK:
         return None

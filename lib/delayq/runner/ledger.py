@@ -32,7 +32,7 @@ RUN, FINISH, STOP, DRAIN = 0, 1, 2, 3
 
 KINDS = (OK, ERROR, PERMANENT, SNOOZE, LATE, SKIPPED)      # a result's kind as a small number (index + 1)
 _CODES = {kind: (i + 1) << 8 for i, kind in enumerate(KINDS)}
-COUNTERS = ("claimed", "succeeded", "retried", "snoozed", "failed", "timed_out", "stopped", "crashed", "lost",
+COUNTERS = ("claimed", "succeeded", "retried", "snoozed", "failed", "expired", "timed_out", "crashed", "lost",
             "skipped", "handed_back", "passes")
 
 _WORDS = 8                  # 8-byte words per slot: id, state, started, finished, limit, snooze, tid, ident

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from .. import words
 from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, Outcome
 
 log = logging.getLogger("delayq.runner")
@@ -17,8 +18,8 @@ class Summary:
     retried: int = 0
     snoozed: int = 0       # "not yet": rescheduled on the ladder, not a failure
     failed: int = 0
-    timed_out: int = 0     # the deadline ended them (their on_timeout handler is queued)
-    stopped: int = 0       # ran past their time limit and were stopped (counted in retried or failed too)
+    expired: int = 0       # the deadline ended them (their on_timeout handler is queued)
+    timed_out: int = 0     # ran past their time limit and were stopped (counted in retried or failed too)
     crashed: int = 0       # their worker process died while they ran alone (counted in retried or failed too)
     lost: int = 0          # outcome not written: the claim's lease was taken over meanwhile
     skipped: int = 0       # at-most-once jobs not begun because their claim was already gone
@@ -40,8 +41,8 @@ class Summary:
                 self.snoozed += 1
             elif outcome.status == PENDING:
                 self.retried += 1
-            elif outcome.status == TIMED_OUT:
-                self.timed_out += 1
+            elif outcome.status == TIMED_OUT:     # stored spelling of expired
+                self.expired += 1
             else:
                 self.failed += 1
 
@@ -56,13 +57,13 @@ class Summary:
                 self.handed_back += 1
                 continue
             self.crashed += r.kind == "crashed"
-            self.stopped += r.kind == "timeout"
+            self.timed_out += r.kind == "timeout"
             if r.status == SUCCEEDED:
                 self.succeeded += 1
             elif r.status == PENDING:
                 self.retried += 1
             elif r.status == TIMED_OUT:
-                self.timed_out += 1
+                self.expired += 1
             else:
                 self.failed += 1
 
@@ -90,11 +91,12 @@ def log_outcome(outcome: Outcome, kind: str) -> None:
     if not log.isEnabledFor(level):
         return
     job = outcome.job
-    shown = ("snoozed" if outcome.snoozed else "retry") if status == PENDING else status
+    shown = ("snoozed" if outcome.snoozed else "retry") if status == PENDING else words.shown(status)
     fields = {"job": job.id, "queue": job.queue, "call": job.call, "attempt": job.attempts, "outcome": shown,
               "ms": round((outcome.finished_at - outcome.started_at) * 1000, 1)}
     if outcome.error and not outcome.snoozed:
         fields["error"] = outcome.error.split(":", 1)[0].split("\n", 1)[0][:60]
     if kind not in ("ok", "error", "permanent", "snooze", "late"):
-        fields["by"] = kind           # timeout, crashed, interrupted: the runner's verdict, not the job's
+        # timed_out, crashed, interrupted: the runner's verdict, not the job's (its kind "timeout" is timed_out)
+        fields["by"] = words.TIMED_OUT if kind == "timeout" else kind
     log.log(level, "%s", _Line(fields), extra={"fields": fields})

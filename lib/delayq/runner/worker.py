@@ -255,7 +255,7 @@ class Worker:
                 raise BackendError(result.error or "the store failed")
             self.claimer.observe(result.ran if result.ran is not None else max(0.0, result.finished - result.started))
             if result.kind == TIMEOUT:
-                summary.stopped += 1
+                summary.timed_out += 1
             done = self._outcome(job, result)
             log_outcome(done, result.kind)
             self.writer.add(done)

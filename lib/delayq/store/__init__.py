@@ -10,10 +10,13 @@ __all__ = ["Cancelled", "Changed", "ClaimStore", "ControlStore", "Inserted", "Jo
            "ReportStore", "Step", "StepStore", "Store", "open_store"]
 
 
-def open_store(database_url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT) -> Store:
+def open_store(database_url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT, create: bool = True) -> Store:
     """The store for a URL already checked by config (mysql://... or sqlite:///...); connects lazily.
 
     timeout: seconds any one wait on a MySQL server may take (DELAYQ_DB_TIMEOUT).
+    create: whether the embedded SQLite file and its tables are made on first use (what enqueues); False for
+    what only reads or acts on jobs already there: a missing file is then a SchemaError, never a new database.
+    A MySQL store never creates its tables (`delayq migrate` does).
     """
     if database_url.startswith("mysql:"):
         from .mysql import MySQLStore
@@ -21,4 +24,4 @@ def open_store(database_url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEO
         return MySQLStore(database_url, prefix, timeout)
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(database_url, prefix)
+    return SQLiteStore(database_url, prefix, create)

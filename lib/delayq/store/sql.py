@@ -216,13 +216,17 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
         have = max(versions, default=0)
         where = f"{self.backend} at {self.where}: delayq's tables (prefix {self.prefix!r})"
         if have == 0:
-            raise SchemaError(f"{where} do not exist: run `delayq migrate` (bin/migrate.py) once for this database "
-                              "and DELAYQ_PREFIX")
+            raise SchemaError(self.no_tables())
         if have < need:
             raise SchemaError(f"{where} are at schema version {have}, this delayq needs {need}: run `delayq migrate`")
         if have > need:
             raise SchemaError(f"{where} are at schema version {have}, newer than this delayq ({need}): upgrade delayq")
         return have
+
+    def no_tables(self) -> str:
+        """What a command run against the wrong database or prefix says (the URL without its password)."""
+        return (f"no delayq tables at {self.where} (prefix {self.prefix}): run \"delayq migrate\" to create them, "
+                "or set DELAYQ_DATABASE_URL (and DELAYQ_PREFIX) to the database that has them")
 
     def server_time(self) -> float:
         with self.tx(write=False) as cur:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import fields
 from typing import Any, Sequence
 
 from ..errors import BackendError, InvalidInput
 from ..jobs import PENDING, Attempt, Job, JobSpec
+from . import caller
 from .base import Cancelled, Changed, Inserted
 
 CHUNK = 500
@@ -28,14 +28,6 @@ def skipped(ids: Sequence[int], rows: Sequence[Sequence], wanted: Sequence[str])
     """(id, reason) for the ids a bulk change leaves alone: their status when not a wanted one, "gone" when deleted."""
     seen = {row[0]: row[2] for row in rows}
     return [(job, seen.get(job, "gone")) for job in ids if seen.get(job) not in wanted]
-
-
-def _is_pymysql(connection: Any) -> bool:
-    return type(connection).__module__.split(".")[0] == "pymysql" and hasattr(connection, "cursor")
-
-
-def _kind(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def chunks(ids: Sequence[int], size: int = CHUNK) -> list[list[int]]:
@@ -113,26 +105,30 @@ class JobsSql:
 
     def insert_jobs_on(self, connection: Any, specs: list[JobSpec], now: float,
                        index_pending: bool) -> list[Inserted]:
-        expected = (f"connection= must be an open connection to the {self.backend} database that DELAYQ_DATABASE_URL "
-                    "names: a PyMySQL connection for mysql://, a sqlite3 one for sqlite://")
-        if (self.dialect == "sqlite") != isinstance(connection, sqlite3.Connection) or not (
-                self.dialect == "sqlite" or _is_pymysql(connection)):
-            raise InvalidInput(f"{expected}; got {_kind(connection)}", "connection")
-        self.ready()
+        connection = caller.dbapi(connection, self.dialect, self.backend)   # InvalidInput if not one we take
+        if not getattr(connection, "in_transaction", False):
+            # (the embedded SQLite makes its tables on first use, on a connection of its own: never while the
+            # caller's transaction may hold the one write lock, which it would wait for; missing tables are then
+            # the error below)
+            self.ready()
         cur = connection.cursor()
         try:   # the caller's own connection: RETURNING only where its server has it
-            return self._insert_all(cur, specs, now, index_pending, self._supports_returning(connection))
+            return self._insert_all(cur, specs, now, index_pending, self._supports_returning(connection),
+                                    connection.IntegrityError)   # the caller's driver's (PyMySQL or mysqlclient)
         except Exception as exc:
             if self._missing_table(exc):
                 raise InvalidInput(f"connection= is on a database without delayq's tables (prefix {self.prefix!r}): "
                                    f"it must be the database DELAYQ_DATABASE_URL names ({self.where}), "
                                    "migrated with `delayq migrate`", "connection") from None
+            narrow = caller.narrow_charset(connection, exc)
+            if narrow:
+                raise narrow from None
             raise
         finally:
             cur.close()
 
     def _insert_all(self, cur: Any, specs: list[JobSpec], now: float, index_pending: bool,
-                    returning: bool) -> list[Inserted]:
+                    returning: bool, integrity_error: Any = None) -> list[Inserted]:
         results: list[Inserted | None] = [None] * len(specs)
         plain = [i for i, spec in enumerate(specs) if not spec.unique]
         for start in range(0, len(plain), CHUNK):
@@ -142,7 +138,8 @@ class JobsSql:
                 results[i] = Inserted(job_id, PENDING, specs[i].due_at, True)
         for i, spec in enumerate(specs):
             if spec.unique:
-                results[i] = self._insert_unique(cur, spec, now, index_pending, returning)
+                results[i] = self._insert_unique(cur, spec, now, index_pending, returning,
+                                                 integrity_error or self.integrity_error)
         return results  # type: ignore[return-value]
 
     def _insert(self, cur: Any, specs: Sequence[JobSpec], now: float, index_pending: bool,
@@ -161,7 +158,8 @@ class JobsSql:
             ids.append(cur.lastrowid)
         return ids
 
-    def _insert_unique(self, cur: Any, spec: JobSpec, now: float, index_pending: bool, returning: bool) -> Inserted:
+    def _insert_unique(self, cur: Any, spec: JobSpec, now: float, index_pending: bool, returning: bool,
+                       integrity_error: Any) -> Inserted:
         """One live job per queue and ext: any live one (whatever its flags) is returned instead of a new one; two
         unique enqueues at once meet at the uniq_live key, and the loser returns the winner's job."""
         for _ in range(5):
@@ -171,7 +169,7 @@ class JobsSql:
             try:
                 job_id = self._insert(cur, [spec], now, index_pending, returning)[0]
                 return Inserted(job_id, PENDING, spec.due_at, True)
-            except self.integrity_error:
+            except integrity_error:
                 continue
         raise BackendError(f"{self.backend}: unique job {spec.queue}/{spec.ext} kept changing; try again")
 

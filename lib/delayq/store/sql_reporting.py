@@ -28,6 +28,8 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_queues", queues=list(f.queues))
     if f.statuses:
         use("filter_statuses", statuses=list(f.statuses))
+    if f.timed_out:
+        use("filter_timed_out")
     if f.call and f.call[-1] in ":.":
         use("filter_call_prefix", call_like=escape_like(f.call) + "%")
     elif f.call:

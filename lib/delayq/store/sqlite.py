@@ -2,7 +2,10 @@
 
 One writer at a time: BEGIN IMMEDIATE takes the write lock at the start of
 every transaction, which makes claim-then-start atomic across processes.
-The tables are created on first use: the embedded default needs no migrate step.
+A store opened with create=True (what enqueues: the application's client, `delayq enqueue`, `delayq emit`)
+creates the file and its tables on first use: the embedded default needs no migrate step. Any other
+(create=False: every command that only reads or acts on jobs already there) never creates the file: run
+from the wrong directory, it says that no delayq tables are there instead of showing an empty new database.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import sqlite3
 import threading
 import time
 from typing import Any, Iterator
+from urllib.parse import quote
 
+from ..errors import SchemaError
 from .sql import SqlStore
 
 
@@ -23,12 +28,13 @@ class SQLiteStore(SqlStore):
     driver_errors = (sqlite3.Error,)
     integrity_error = sqlite3.IntegrityError
 
-    def __init__(self, url: str, prefix: str):
+    def __init__(self, url: str, prefix: str, create: bool = True):
         self.path = url[len("sqlite:///"):] or "delayq.db"
+        self.create = create
         self._ready = False
         self._migrating = False
         self._ready_lock = threading.RLock()
-        super().__init__(prefix, f"sqlite:///{self.path}")
+        super().__init__(prefix, f"sqlite:///{os.path.abspath(self.path)}")    # which file, wherever we run
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "", "for_update": "", "skip_locked": "", "jobs_ix": f"{prefix}_jobs_",
@@ -38,9 +44,14 @@ class SQLiteStore(SqlStore):
         parent = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(parent):
             raise sqlite3.OperationalError(f"directory {parent} does not exist")
-        # Pooled: a connection moves between threads, used by one at a time.
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        # Pooled: a connection moves between threads, used by one at a time. Without create, mode=rw: a file
+        # deleted meanwhile is an error, never a new empty database.
+        target, uri = self.path, False
+        if not self.create and not self._migrating:
+            target, uri = f"file:{quote(os.path.abspath(self.path))}?mode=rw", True
+        conn = sqlite3.connect(target, timeout=30, isolation_level=None, check_same_thread=False, uri=uri)
+        if not uri:                 # WAL stays set in the file: one that delayq made has it, another is not changed
+            conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
@@ -57,11 +68,17 @@ class SQLiteStore(SqlStore):
         return super().tx(write)
 
     def ready(self) -> None:
-        """Create the tables on first use; other threads wait until they exist."""
+        """Create the tables on first use (create=True); other threads wait until they exist. Without create,
+        nothing is created: a file that is not there is a SchemaError saying so."""
         if self._ready:
             return
         with self._ready_lock:
             if self._ready or self._migrating:      # migrate()'s own transactions come back here
+                return
+            if not self.create:
+                if not os.path.exists(self.path):
+                    raise SchemaError(self.no_tables())
+                self._ready = True                  # tables missing in a file that exists: check_schema says so
                 return
             self._migrating = True
             try:

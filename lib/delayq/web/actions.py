@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
 
+from .. import words
 from ..bulk import BulkResult
 from ..commands._filters import done_text, dry_text
 from ..errors import BackendError, DelayqError, InvalidInput, NotFound
@@ -56,7 +57,8 @@ def cancel(job_id: int) -> Any:
     def do() -> tuple[int, str]:
         result = manager().cancel(job_id=job_id)
         if not result.cancelled:
-            raise InvalidInput(f"job {job_id} is {result.untouched[0][1]}: only a pending job can be cancelled")
+            raise InvalidInput(f"job {job_id} is {words.shown(result.untouched[0][1])}: only a pending job can be "
+                               "cancelled")
         return len(result.cancelled), f"cancelled job {job_id}"
     return act("cancel", f"job {job_id}", url_for("job", job_id=job_id), do)
 

@@ -1,7 +1,7 @@
 """Charts drawn on the server as SVG: geometry here, markup in templates/_chart.html (escaped like any page).
 
 Attempts per minute over the last hour, stacked: succeeded at the bottom, failures (a retry, a final failure,
-an interrupted run) above them, the rest (snoozes, deadlines, pull-mode outcomes) on top.
+a run that timed out, an interrupted run) above them, the rest (snoozes, expired jobs, pull-mode outcomes) on top.
 """
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..jobs import TIMEOUT_FAILED, TIMEOUT_RETRY
+
 WIDTH, HEIGHT = 720, 180
 LEFT, BOTTOM, TOP = 44, 22, 10
-SERIES = (  # (name, CSS class, the attempt outcomes it adds up)
+SERIES = (  # (name, CSS class, the attempt outcomes it adds up, as stored)
     ("succeeded", "bar-ok", ("succeeded", "deleted")),
-    ("failures", "bar-fail", ("retry", "failed", "interrupted")),
+    ("failures", "bar-fail", ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)),
     ("other", "bar-other", None),
 )
 

@@ -10,16 +10,18 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from ..jobs import STATUSES
+from .. import words
 
-STATUS_CLASS = {status: f"st-{status.replace('_', '-')}" for status in STATUSES}
-STATUS_CLASS.update({"retry": "st-retry", "snoozed": "st-pending", "interrupted": "st-failed"})    # attempt outcomes
+# by the word shown (words.shown): job statuses, then attempt outcomes
+STATUS_CLASS = {status: f"st-{status.replace('_', '-')}" for status in words.STATUSES}
+STATUS_CLASS.update({"retry": "st-retry", "snoozed": "st-pending", "interrupted": "st-failed",
+                     "timed_out": "st-failed"})
 OUTCOME_MARK = ("outcome unknown",)      # runner.decide.UNKNOWN says it (every recovery path writes it)
 
 
 def register(app: Flask) -> None:
     app.jinja_env.filters.update(when=when, relative=relative, duration=duration, first_line=first_line,
-                                 status_class=status_class, pretty=pretty, number=number,
+                                 status_class=status_class, word=words.shown, pretty=pretty, number=number,
                                  as_params=as_params)
     app.jinja_env.globals.update(now=lambda: current_app.extensions["delayq"].clock.now())
 
@@ -72,8 +74,9 @@ def first_line(text: str | None, limit: int = 140) -> str:
 
 
 def status_class(status: str) -> str:
-    """A CSS class from a fixed map (never built from the value itself)."""
-    return STATUS_CLASS.get(status, "st-other")
+    """A CSS class from a fixed map (never built from the value itself), for a status or outcome as stored (the
+    `word` filter shows it)."""
+    return STATUS_CLASS.get(words.shown(status), "st-other")
 
 
 def pretty(args_json: str) -> str:

@@ -8,6 +8,7 @@ from typing import Mapping
 
 from werkzeug.datastructures import MultiDict
 
+from .. import words
 from ..commands._filters import when as time_value     # the CLI's reading of --since/--until
 from ..errors import InvalidInput
 from ..search import TIME_FIELDS, JobFilter
@@ -21,7 +22,8 @@ def job_filter(args: MultiDict, now: float) -> JobFilter:
     time_field = _one(args, "time") or "due"
     if time_field not in TIME_FIELDS:
         raise InvalidInput(f"time field {time_field[:20]!r} is unknown: use due, created or finished", "time")
-    return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=_many(args, "status"),
+    statuses, timed_out = words.status_filter(_many(args, "status"))     # the words the pages show
+    return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=statuses, timed_out=timed_out,
                      call=_one(args, "call"), ext=_one(args, "ext"), ext_prefix=_one(args, "ext_prefix"),
                      since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
                      time_field=time_field, error=_one(args, "error")).checked()

@@ -8,9 +8,9 @@ from typing import Any
 
 from flask import Flask, abort, current_app, render_template, request
 
-from .. import ladders
+from .. import ladders, words
 from ..errors import InvalidInput
-from ..jobs import FAILED, PENDING, STATUSES
+from ..jobs import FAILED, PENDING
 from ..search import JobFilter
 from . import display, forms
 
@@ -28,7 +28,7 @@ def search() -> Any:
         error = str(exc)
     given = forms.fields(request.args)
     return render_template("jobs.html", rows=rows, error=error, now=now, given=given, more=more,
-                           described=f.describe(), filtered=not f.empty, args=request.args, statuses=STATUSES,
+                           described=f.describe(), filtered=not f.empty, args=request.args, statuses=words.FILTER_WORDS,
                            time_fields=("due", "created", "finished"),
                            first_page=bool(request.args.get("before"))), 400 if error else 200
 

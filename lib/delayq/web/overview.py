@@ -8,10 +8,11 @@ from typing import Any
 
 from flask import Flask, current_app, render_template
 
+from ..jobs import TIMEOUT_FAILED, TIMEOUT_RETRY
 from . import charts
 
 MINUTES = 60
-FAILURES = ("retry", "failed", "interrupted")
+FAILURES = ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)     # attempt outcomes as stored
 
 
 @dataclass

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from orders import views
+
+urlpatterns = [
+    path("orders", views.place_order),
+    path("orders/declined", views.place_declined_order),
+]

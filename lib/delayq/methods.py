@@ -1,0 +1,136 @@
+"""The methods a @delayq.job function gets: `f.enqueue(...)` and `f.options(...).enqueue(...)`.
+
+    @delayq.job
+    def auto_confirm(order_id: int) -> None: ...
+
+    auto_confirm(123)                                   # a plain call: runs it here, as before
+    auto_confirm.enqueue(123)                           # a job, due now, on the default client
+    auto_confirm.options(delay="7d", ext="order:123").enqueue(order_id=123)
+    auto_confirm.options(connection=conn).enqueue(123)  # in the application's own transaction
+
+Why two calls and not `enqueue(order_id=123, delay="7d")`: the job's own parameters may be named
+`delay`, `queue`, `ext` or `connection` (a job `notify(queue: str)` is ordinary), and one call that
+took both would let one shadow the other. With `enqueue` taking exactly the job's parameters, a
+type checker reads them from the function (typing.ParamSpec: mypy and pyright report a wrong or
+missing argument), and `options` takes only delayq's, under names of their own. procrastinate
+(`configure(...).defer(...)`) and dramatiq (`send_with_options`) split them the same way.
+
+The arguments are bound to the function's signature at the call (a wrong or missing one raises
+InvalidInput, nothing written) and stored by name, as JSON: `auto_confirm.enqueue(123)` stores
+{"order_id": 123}. A job with positional-only or *args parameters cannot be enqueued this way
+(delayq calls a job with keyword arguments only).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, ParamSpec, Protocol, TypeVar
+
+from .errors import InvalidInput
+from .registry import name_of
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .store import Inserted
+
+P = ParamSpec("P")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class JobFunction(Protocol[P, R_co]):
+    """What @delayq.job makes of a function, for type checkers: the function itself, plus two methods.
+
+    At run time it is the very same function object (pickling, introspection and plain calls are
+    unchanged); only `enqueue` and `options` are added to it.
+    """
+
+    __name__: str
+    __qualname__: str
+    __module__: str
+
+    def __call__(self, /, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def enqueue(self, /, *args: P.args, **kwargs: P.kwargs) -> Inserted:
+        """Schedule one run of the function with these arguments, due now, on the default client."""
+        ...
+
+    def options(self, *, delay: Any = None, at: Any = None, ext: str | None = None, queue: str | None = None,
+                ladder: Any = None, max_attempts: int | None = None, deadline: Any = None,
+                priority: int | None = None, unique: bool | None = None, lease: Any = None, timeout: Any = None,
+                on_timeout: str | Callable[..., Any] | None = None, connection: Any = None,
+                client: Client | None = None) -> JobCall[P]:
+        """The same job with enqueue options (Client.enqueue's): `.options(delay="7d").enqueue(...)`."""
+        ...
+
+
+@dataclass(frozen=True)
+class JobCall(Generic[P]):
+    """A job function with enqueue options set; `enqueue(...)` takes the function's own arguments.
+
+    `client`: the Client to enqueue on (default: delayq's default client, delayq.configure).
+    Every other option is Client.enqueue's, with the same meaning; None leaves one unset.
+    `options()` again returns a new JobCall with these options and the new ones.
+    """
+
+    func: Callable[P, Any]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    client: Client | None = None
+
+    def options(self, *, delay: Any = None, at: Any = None, ext: str | None = None, queue: str | None = None,
+                ladder: Any = None, max_attempts: int | None = None, deadline: Any = None,
+                priority: int | None = None, unique: bool | None = None, lease: Any = None, timeout: Any = None,
+                on_timeout: str | Callable[..., Any] | None = None, connection: Any = None,
+                client: Client | None = None) -> JobCall[P]:
+        """The same job with these enqueue options added (delay: seconds, a timedelta or "90s", "15m", "7d";
+        connection: the application's open connection, whose transaction the job joins)."""
+        given = {"delay": delay, "at": at, "ext": ext, "queue": queue, "ladder": ladder,
+                 "max_attempts": max_attempts, "deadline": deadline, "priority": priority, "unique": unique,
+                 "lease": lease, "timeout": timeout, "on_timeout": on_timeout, "connection": connection}
+        settings = {**self.settings, **{k: v for k, v in given.items() if v is not None}}
+        return JobCall(self.func, settings, client or self.client)
+
+    def enqueue(self, /, *args: P.args, **kwargs: P.kwargs) -> Inserted:
+        """Schedule one run with these arguments; returns what Client.enqueue returns (id, status, due_at,
+        created). InvalidInput, nothing written, if they do not fit the function or are not JSON."""
+        values = keywords(self.func, args, kwargs)
+        if self.client is not None:
+            return self.client.enqueue(self.func, values, **self.settings)
+        from .default import default_client
+
+        return default_client().enqueue(self.func, values, **self.settings)
+
+
+def add_methods(func: Callable[..., Any]) -> None:
+    """Give a marked function its `enqueue` and `options` (a class marked @delayq.job gets none: its methods
+    are enqueued by name, "module:Class.method")."""
+    plain = JobCall(func)
+    func.enqueue = plain.enqueue       # type: ignore[attr-defined]
+    func.options = plain.options       # type: ignore[attr-defined]
+
+
+def keywords(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of a call of `func`, by parameter name (as the job is stored and later called)."""
+    signature = _signature(func)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InvalidInput(f"args do not fit {name_of(func)}{signature}: {exc}", "args") from None
+    values: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+        elif kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL):
+            raise InvalidInput(f"{name_of(func)}: parameter {name!r} cannot be passed by name, and delayq calls a "
+                               "job with keyword arguments only: make it an ordinary parameter", "args")
+        else:
+            values[name] = value
+    return values
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """The function's signature, read once (inspect.signature is slow next to an enqueue)."""
+    return inspect.signature(func)
