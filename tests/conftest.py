@@ -24,6 +24,7 @@ from delayq.index import StoreIndex
 from delayq.index.redis import RedisIndex
 from delayq.manager import Manager
 from delayq.registry import Registry
+from delayq.runner import orphans
 from delayq.store import open_store
 from delayq.store.queries import TABLES
 
@@ -186,6 +187,8 @@ class Backend:
     def cleanup(self) -> None:
         for m in self.managers:
             m.close()
+        # ledgers of runners killed by a test and never read by a next runner (runner/orphans.py)
+        shutil.rmtree(orphans.directory(open_store(self.database_url, self.prefix), make=False), ignore_errors=True)
         if not self.database_url.startswith("sqlite"):
             drop_mysql(self.prefix)
         if self.redis_url:

@@ -419,6 +419,39 @@ def test_an_outcome_is_durable_while_a_batch_mate_holds_the_interpreter(chaos, t
     assert jobs(chaos)[blocker]["status"] == "succeeded"
 
 
+@ON_MARIADB_REDIS
+def test_a_runner_killed_whole_leaves_its_ledgers_to_the_next_runner(chaos, tmp_path):
+    """Issue 21, invariants 3, 4 and 7: kill -9 of a runner's supervisor and of its workers at once (the OOM
+    killer taking the group, a container stopped, a runner that exits 1 because its database stopped answering)
+    while one job's outcome waits for its worker's group commit and another job runs. The default lease (300 s):
+    compensate would recover them only in five minutes, and the ended job would run again.
+
+    Right answer: the next run-due on the host reads the ledger the dead runner left (its lock free: nobody has it
+    open): the ended job keeps its success (one run, one attempt row), the running one is recovered at once as
+    interrupted and runs again in that same run-due; no ledger file is left."""
+    history = tmp_path / "history.jsonl"
+    quick, slow = enqueue(chaos, [fault(history, "ok", ms=5), fault(history, "sleep", seconds=2)])
+    proc = runner(chaos, "--for", "60", "--concurrency", "4")
+    try:
+        def both_in():           # the quick job ended, the slow one runs: the quick outcome waits up to 1 s
+            ran = runs(history)
+            return bool(ran.get(quick) and ran[quick][0]["end"] and ran.get(slow))
+        assert wait_until(both_in, timeout=30, every=0.005)
+        kill(proc.pid, *descendants(proc.pid))
+        proc.wait(timeout=10)
+    finally:
+        end_processes(chaos, proc)
+    assert jobs(chaos)[quick]["status"] == "running", "the outcome was committed before the kill: nothing to test"
+    done = script(chaos, "run_due.py", "--for", "1", check=0)
+    ran, rows, tries = runs(history), jobs(chaos), attempt_rows(chaos)
+    assert (len(ran[quick]), rows[quick]["status"], [t[:2] for t in tries[quick]]) == (1, "succeeded", [(1, "succeeded")])
+    assert [run["end"] is not None for run in ran[slow]] == [False, True], (ran[slow], done.stderr[-2000:])
+    assert rows[slow]["status"] == "succeeded"
+    assert [t[:2] for t in tries[slow]] == [(1, "interrupted"), (2, "succeeded")], tries[slow]
+    from delayq.runner import orphans
+    assert not os.path.exists(orphans.directory(open_store(chaos.database_url, chaos.prefix), make=False))
+
+
 # -- 6. a paused server is bounded --------------------------------------------------------------------------------
 @pytest.mark.parametrize("which, backend, bound", [("mariadb", "MySQL", 3.0), ("redis", "Redis", 2.0)])
 def test_a_server_paused_under_running_jobs_ends_the_runner_within_its_bound(private_world, mariadb, redis_server,

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import sys
 import threading
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 import delayq
 from delayq.config import Config
+from delayq.runner import orphans
 from delayq.store.queries import TABLES
 
 from tests.chaos.faultprocs import Keeper, Runner, alive, proc_stat
@@ -170,6 +172,7 @@ class World:
                 for table in TABLES:
                     cur.execute(f"DROP TABLE IF EXISTS {self.prefix}_{table}")
         finally:
+            shutil.rmtree(orphans.directory(self.q.store, make=False), ignore_errors=True)   # ledgers left behind
             self.q.close()
 
 

@@ -1,11 +1,14 @@
 """The ledger: what a worker process holds and does, in memory its supervisor reads even after the worker died.
 
-One shared anonymous mapping per worker (MAP_SHARED, made before the fork). The worker writes;
-the supervisor reads. A write is a store into memory, not a system call, so a worker killed at
-any instant leaves the ledger as it was at that instant: the supervisor then knows, for every
-job the worker claimed, whether it never started, was running (since when, in which thread),
-or had ended (and how) with its outcome not yet committed. That knowledge is what recovery
-needs to run again only what was running, and to record every run that happened.
+One shared mapping per worker (MAP_SHARED, made before the fork) of a small file in the host's
+memory (/dev/shm; orphans.py). The worker writes; the supervisor reads. A write is a store into
+memory, not a system call, so a worker killed at any instant leaves the ledger as it was at that
+instant: the supervisor then knows, for every job the worker claimed, whether it never started,
+was running (since when, in which thread), or had ended (and how) with its outcome not yet
+committed. That knowledge is what recovery needs to run again only what was running, and to
+record every run that happened. The file outlives them all: if the supervisor dies too (kill -9,
+or it exits on a backend that stopped answering), the next runner on the host reads it once the
+last process that had it open is gone (its lock is free), and recovers the same way.
 
 Each slot holds one claimed job: id, state, started, finished, time limit, snooze seconds, the
 native thread id and the Python thread ident of the thread running it, and the kind of its
@@ -18,7 +21,10 @@ the supervisor's order (run, finish, stop, drain), the slot of a job that ended 
 
 from __future__ import annotations
 
+import fcntl
 import mmap
+import os
+import struct
 from dataclasses import dataclass
 
 from .execute import ERROR, LATE, OK, PERMANENT, SKIPPED, SNOOZE
@@ -39,9 +45,9 @@ _WORDS = 8                  # 8-byte words per slot: id, state, started, finishe
 _ID, _STATE, _STARTED, _FINISHED, _LIMIT, _SNOOZE, _TID, _IDENT = range(_WORDS)
 _KIND_SHIFT = 8             # a slot's state word: state | kind << 8 | abandoned << 16
 _ABANDONED = 1 << 16
-# header words: tick, order, culprit slot + 1, fatal length, pid, slots held, counters...
-_TICK, _ORDER, _CULPRIT, _FATAL_LEN, _PID, _HELD = range(6)
-_COUNTERS = 6
+# header words: tick, order, culprit slot + 1, fatal length, pid, slots held, slots, threads, counters...
+_TICK, _ORDER, _CULPRIT, _FATAL_LEN, _PID, _HELD, _SLOTS, _THREADS = range(8)
+_COUNTERS = 8
 _HEADER_WORDS = _COUNTERS + len(COUNTERS)
 _FATAL_BYTES = 1024
 
@@ -63,13 +69,28 @@ class Known:
     slot: int = -1
 
 
+def _size(slots: int, threads: int) -> tuple[int, int, int]:
+    """(end of the header, end of the thread table, whole size) of a ledger, in bytes."""
+    head = 8 * _HEADER_WORDS + _FATAL_BYTES
+    table = head + 8 * threads
+    return head, table, table + 8 * _WORDS * slots
+
+
 class Ledger:
-    def __init__(self, slots: int, threads: int):
+    def __init__(self, slots: int, threads: int, path: str | None = None, *, _fd: int | None = None):
+        """A new ledger: anonymous memory, or the file `path` (created, locked until every process that has it
+        open is gone; the forked children inherit the lock with the descriptor)."""
         self.slots = slots
         self.threads = threads
-        head = 8 * _HEADER_WORDS + _FATAL_BYTES
-        table = head + 8 * threads
-        self._memory = mmap.mmap(-1, table + 8 * _WORDS * slots)      # anonymous and shared with forked children
+        self.path = path
+        head, table, size = _size(slots, threads)
+        self._fd = _fd
+        if path is not None and _fd is None:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            os.ftruncate(self._fd, size)
+        # shared with forked children; a file's pages are the file's (they outlive every process)
+        self._memory = mmap.mmap(-1 if self._fd is None else self._fd, size)
         view = memoryview(self._memory)
         self._head_q = view[:8 * _HEADER_WORDS].cast("q")
         self._head_d = view[:8 * _HEADER_WORDS].cast("d")
@@ -78,6 +99,27 @@ class Ledger:
         self._q = view[table:].cast("q")
         self._d = view[table:].cast("d")
         self._free = list(range(slots - 1, -1, -1))     # the worker's own list (each process has its copy)
+        if _fd is None:
+            self._head_q[_SLOTS], self._head_q[_THREADS] = slots, threads
+
+    @classmethod
+    def left_behind(cls, path: str) -> "Ledger | None":
+        """The ledger file of a runner that is gone, to read: None while a process that had it open lives (its lock
+        is held), or if it is not a whole ledger."""
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            size = os.fstat(fd).st_size
+            slots, threads = struct.unpack("qq", os.pread(fd, 16, 8 * _SLOTS).ljust(16, b"\0"))
+            if slots <= 0 or threads <= 0 or _size(slots, threads)[2] != size:
+                raise ValueError(f"not a ledger of this delayq: {path}")
+            return cls(slots, threads, path, _fd=fd)
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
 
     # -- the worker writes --------------------------------------------------------------
     def take(self, job_id: int) -> int:
@@ -224,7 +266,16 @@ class Ledger:
                 out.append(k)
         return out
 
-    def close(self) -> None:
+    def close(self, remove: bool = False) -> None:
+        """Let go of it (and of its lock, in this process); remove: its file too (everything in it is recovered)."""
         for view in (self._head_q, self._head_d, self._fatal, self._table, self._q, self._d):
             view.release()
         self._memory.close()
+        if remove and self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -40,6 +40,7 @@ TIMED_OUT = "timeout"        # a job in it ran past its time limit (and its batc
 GRACE = "grace"              # SIGTERM's grace period ended
 HUNG = "hung"                # the whole process stopped moving for longer than any of its jobs may run
 STOPPED = "stopped"          # the runner is failing (a backend error): its workers are ended at once
+ORPHANED = "orphaned"        # found dead with its supervisor, by the next runner (orphans.py)
 
 
 @dataclass
@@ -63,6 +64,8 @@ class Death:
             return "was stopped: it had stopped moving (one thread held the interpreter) for longer than its jobs may run"
         if self.killed == STOPPED:
             return "was stopped: the runner failed"
+        if self.killed == ORPHANED:
+            return "died with its runner (recovered from its ledger by the next runner)"
         if os.WIFSIGNALED(self.status):
             sig = os.WTERMSIG(self.status)
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)

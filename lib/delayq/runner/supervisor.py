@@ -35,7 +35,7 @@ from typing import Callable
 from .. import recovery
 from ..errors import BackendError, DelayqError
 from ..jobs import ISOLATED, Job, new_holder
-from . import child, postmortem
+from . import child, orphans, postmortem
 from .ledger import DRAIN, ENDED, FINISH, RUN, RUNNING, STOP, TICK, Ledger
 from .summary import Summary
 from .worker import Worker, ledger_for
@@ -90,6 +90,7 @@ class Supervisor:
         self.summary = Summary()
         self.failure: str | None = None
         self._dir = tempfile.mkdtemp(prefix="delayq-runner-")
+        self._ledgers = orphans.directory(manager.store)     # the workers' ledgers: files the next runner reads
         self._handoff_r, self._handoff_w = os.pipe()
         os.set_blocking(self._handoff_r, False)
         self._wake_r, self._wake_w = os.pipe()
@@ -119,6 +120,7 @@ class Supervisor:
         self._plan = (seconds, interval, one_pass)
         end = time.monotonic() + seconds
         try:
+            self.summary.count_recovered(orphans.recover(self.manager, self._ledgers))   # a runner that died whole
             for _ in range(self.processes):
                 self._spawn_worker()
             while self.children or self.solo_queue:
@@ -141,6 +143,7 @@ class Supervisor:
             except OSError:
                 pass
         shutil.rmtree(self._dir, ignore_errors=True)
+        orphans.tidy(self._ledgers)
 
     # -- one turn of the loop ---------------------------------------------------------------
     def _turn(self, window_over: bool, one_pass: bool) -> None:
@@ -199,8 +202,8 @@ class Supervisor:
 
     # -- starting children ------------------------------------------------------------------
     def _spawn_worker(self) -> None:
-        ledger = ledger_for(self.concurrency)
         holder = new_holder(ISOLATED)
+        ledger = orphans.create(self._ledgers, holder, lambda path: ledger_for(self.concurrency, path))
         seconds, interval, one_pass = self._plan
         share = max(1, self.batch // self.processes)
         nth = self._spawned % self.processes           # a queue's cap is shared out: the workers never exceed it
@@ -238,7 +241,7 @@ class Supervisor:
         return hand_off
 
     def _spawn_solo(self, job_id: int, holder: str) -> None:
-        ledger = Ledger(4, 1)
+        ledger = orphans.create(self._ledgers, holder, lambda path: Ledger(4, 1, path))
 
         def main() -> None:
             manager = self.reopen()
@@ -438,9 +441,12 @@ class Supervisor:
         except OSError:
             pass
         if self.failure is not None:
-            return        # a backend stopped answering: no recovery now (it would wait on it); compensate will
+            return        # a backend stopped answering: no recovery now (it would wait on it); its ledger file stays
+                          # for the next runner on this host (orphans.py), and compensate recovers by the leases
         judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
         self._settle(c.holder, judge, solo, claims=not expected)
+        if self.failure is None:
+            _unlink(c.ledger.path)                    # all it held is recovered
 
     def _settle(self, holder: str, judge, solo, claims: bool = False) -> None:
         """Recover what a dead child held (claims: and what its last claims left in flight, its rows pending)."""
@@ -526,6 +532,14 @@ def _oom_kills() -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _unlink(path: str | None) -> None:
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _read(path: str) -> str:

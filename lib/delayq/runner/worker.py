@@ -44,10 +44,11 @@ DEFAULT_GRACE = 20.0        # seconds running jobs get after SIGTERM (--grace)
 DEFAULT_CONCURRENCY = 16    # jobs at once per process (DELAYQ_CONCURRENCY)
 
 
-def ledger_for(concurrency: int) -> Ledger:
+def ledger_for(concurrency: int, path: str | None = None) -> Ledger:
     """A ledger with room for everything a worker can hold at once: running, claimed ahead, claims under way,
-    outcomes waiting for their commit (two groups: one in the writer thread, one filling)."""
-    return Ledger(concurrency + MAX_AHEAD + MAX_CLAIM + 2 * FLUSH_SIZE + 64, concurrency)
+    outcomes waiting for their commit (two groups: one in the writer thread, one filling); in memory, or in the
+    file `path` (a supervisor's workers: runner/orphans.py)."""
+    return Ledger(concurrency + MAX_AHEAD + MAX_CLAIM + 2 * FLUSH_SIZE + 64, concurrency, path)
 
 
 class Worker:

@@ -1,0 +1,91 @@
+"""Ledgers left behind: what a runner that died whole knew of its jobs, recovered by the next runner on the host.
+
+A supervisor recovers a dead worker at once from the worker's ledger (postmortem.py). When the
+supervisor dies too, or exits on a backend that stopped answering (it cannot write then), the
+ledgers stay: each is a file in a directory of this host's memory, one directory per database
+and prefix (the runners of one queue system on one host share it). The next runner there looks
+before it claims: a ledger whose lock is free (every process that had it open is gone) is read
+and recovered by the same rules as a dead worker's: an ended job gets the outcome it ended with
+(it does not run again), a running one is interrupted (an ordinary job runs again now, not when
+its lease runs out; an at-most-once one fails as "outcome unknown"), one never started goes
+back to pending. Only what its claim still holds is written (compensate may have recovered it
+by its lease meanwhile, and then nothing is). The file goes once it is recovered.
+
+A host that restarts loses the directory (its memory): then the leases recover the jobs, as
+they always did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import signal
+import tempfile
+import time
+from typing import Callable
+
+from .. import recovery
+from . import postmortem
+from .ledger import RUNNING, Ledger
+
+log = logging.getLogger("delayq.runner")
+SUFFIX = ".ledger"
+
+
+def directory(store, make: bool = True) -> str:
+    """This host's directory of ledgers for the store's database and prefix (`make`: made if missing, this user's
+    only)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    key = hashlib.sha256(f"{store.where}\n{store.prefix}".encode()).hexdigest()[:16]
+    path = os.path.join(base, f"delayq-{os.getuid()}-{store.prefix}-{key}")
+    if make:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def create(folder: str, holder: str, make: Callable[[str], Ledger]) -> Ledger:
+    """make(path) for the holder's ledger file (the folder made again if a runner that ended just removed it)."""
+    for _ in range(3):
+        try:
+            return make(os.path.join(folder, holder + SUFFIX))
+        except FileNotFoundError:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+    return make(os.path.join(folder, holder + SUFFIX))
+
+
+def tidy(folder: str) -> None:
+    """A runner that ends removes the folder if nothing is left in it (no garbage in /dev/shm per prefix)."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def recover(manager, folder: str) -> list[recovery.Recovered]:
+    """Recover every ledger in `folder` that nobody has open any more; returns what was written. A backend error
+    is raised (the ledger stays for the next runner)."""
+    done: list[recovery.Recovered] = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(SUFFIX):
+            continue
+        ledger = Ledger.left_behind(os.path.join(folder, name))
+        if ledger is None:
+            continue
+        holder = name[:-len(SUFFIX)]
+        try:
+            known = ledger.known()
+            death = postmortem.Death(signal.SIGKILL, killed=postmortem.ORPHANED, culprit_slot=ledger.culprit(),
+                                     timed_out={k.job_id: k.limit for k in known.values()
+                                                if k.abandoned and k.state == RUNNING})
+            judge, _ = postmortem.judge(death, known, manager.clock.now(), time.monotonic())
+            settled = recovery.settle(manager, manager.held(holder), judge)
+            manager.requeue_claims(holder)
+        except BaseException:
+            ledger.close()
+            raise
+        ledger.close(remove=True)
+        if settled:
+            log.info("recovered %d job(s) from the ledger of a runner that died: %s", len(settled), holder)
+        done += settled
+    return done
