@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from delayq.clock import SystemClock
+from delayq.runner import orphans
 from delayq.store import open_store
 from delayq.store.queries import TABLES
 from tests.acceptance.test_runner import enqueue, env, leftovers, runner, script, statuses, wait_until
@@ -68,6 +70,7 @@ def private_world(mariadb, redis_server, tmp_path):
     for table in TABLES:
         backend.sql(f"DROP TABLE IF EXISTS `{backend.prefix}_{table}`")      # our own generated prefix
     drop_redis(backend.prefix, redis_server.url)
+    shutil.rmtree(orphans.directory(open_store(backend.database_url, backend.prefix), make=False), ignore_errors=True)
 
 
 def fault(history, kind="ok", *, once=False, delay=None, ladder=None, **args):
@@ -448,7 +451,6 @@ def test_a_runner_killed_whole_leaves_its_ledgers_to_the_next_runner(chaos, tmp_
     assert [run["end"] is not None for run in ran[slow]] == [False, True], (ran[slow], done.stderr[-2000:])
     assert rows[slow]["status"] == "succeeded"
     assert [t[:2] for t in tries[slow]] == [(1, "interrupted"), (2, "succeeded")], tries[slow]
-    from delayq.runner import orphans
     assert not os.path.exists(orphans.directory(open_store(chaos.database_url, chaos.prefix), make=False))
 
 
