@@ -69,6 +69,12 @@ def default_client() -> Client:
         return _client
 
 
+def testing_client() -> Client | None:
+    """The testing mode's client while one is on, else None: the Django and Flask integrations' clients yield to
+    it, so that an application's own tests under delayq.testing enqueue into the testing mode's store."""
+    return _override[-1] if _override else None
+
+
 @contextmanager
 def override(client: Client) -> Iterator[Client]:
     """`client` is the default client inside the block, for every thread (the testing mode); the one before after."""

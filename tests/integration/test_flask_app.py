@@ -182,3 +182,16 @@ def test_init_app_gives_each_app_its_client_and_names_a_bad_setting(tmp_path, mo
     with pytest.raises(ConfigError, match="DELAYQ_DATABASE_URL"):
         dq.init_app(bare)
     dq.close(two)
+
+
+def test_the_shops_own_tests_run_its_jobs_in_delayqs_testing_mode():
+    """Issue 22: "the testing mode runs a job inline in an app's own test". The sample shop's own test suite
+    (examples/flask_app/tests, run as its developers would: pytest from the app's folder) places an order with
+    Flask's test client, moves delayq's fake clock a week and sees the order confirmed by its job; a declined
+    order leaves no job; inline, a job runs as it is enqueued. The Flask extension's client yields to the testing
+    mode's while it is on (without that, the order's job waits on the real clock and the first test fails)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DELAYQ_", "SHOP_", "FLASK_"))}
+    env["PYTHONPATH"] = os.pathsep.join([APP_DIR, os.path.join(ROOT, "lib")])
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=APP_DIR,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]

@@ -37,6 +37,7 @@ try:
 except ImportError as exc:                              # pragma: no cover (the extra is not installed)
     raise ImportError("delayq.integrations.flask needs Flask: pip install 'delayq[flask]'") from exc
 
+from .. import default
 from ..app import connect
 from ..client import Client
 from ..errors import ConfigError
@@ -97,7 +98,11 @@ def delayq_command(argv: tuple[str, ...]) -> None:
 
 
 def client_of(app: Flask) -> Client:
-    """An app's client, or ConfigError if init_app was not called for it."""
+    """An app's client (the testing mode's while one is on: delayq.testing), or ConfigError if init_app was not
+    called for it."""
+    testing = default.testing_client()
+    if testing is not None:
+        return testing
     try:
         return app.extensions[EXTENSION]
     except KeyError:

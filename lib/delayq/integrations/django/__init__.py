@@ -40,6 +40,7 @@ try:
 except ImportError as exc:                              # pragma: no cover (the extra is not installed)
     raise ImportError("delayq.integrations.django needs Django: pip install 'delayq[django]'") from exc
 
+from ... import default
 from ...app import connect
 from ...client import Client
 from ...clock import SystemClock
@@ -91,8 +92,12 @@ def environment() -> dict[str, str]:
 
 def client() -> Client:
     """This process's client, made on first use from config(): share it across threads (it keeps working in
-    processes forked after it was made). A change of DELAYQ or DATABASES (override_settings) makes a new one."""
+    processes forked after it was made). A change of DELAYQ or DATABASES (override_settings) makes a new one.
+    While the testing mode is on (delayq.testing), its client."""
     global _client
+    testing = default.testing_client()
+    if testing is not None:
+        return testing
     if _client is None:
         with _lock:
             if _client is None:
