@@ -74,12 +74,27 @@ def run(command: ModuleType, argv: Sequence[str] | None, prog: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:   # `delayq show ... | head`: the reader went away; stop quietly, as a shell tool does
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug: still one line, the traceback only on request
         if debug():
             raise
         print(f"{prog}: internal error: {type(exc).__name__}: {one_line(exc)} (set DELAYQ_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return EXIT_RUNTIME
+
+
+EXIT_BROKEN_PIPE = 141      # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's own flush at exit does not fail on the closed pipe too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def one_line(exc: BaseException) -> str:

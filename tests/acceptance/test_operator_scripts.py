@@ -140,6 +140,17 @@ def test_list_pages_with_before_and_names_a_pull_mode_tube(world):
     assert f"\n{ids[0]} " in text and "~sms-in" in text and "more:" not in text
 
 
+def test_a_reader_that_closes_the_pipe_ends_a_command_quietly(world):
+    """`delayq list | head`: the reader goes away before the command writes; the command stops with 141 (128 +
+    SIGPIPE, what a shell reports) and says nothing, where it said "internal error: BrokenPipeError" (exit 1)."""
+    world.manager().enqueue("examples.shop:noop")
+    proc = subprocess.Popen([sys.executable, os.path.join(BIN, "list.py")], env=world.env(), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()                           # the only reader is gone: any write fails with EPIPE
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141 and err == "", err
+
+
 # -- pause and resume ------------------------------------------------------------------------------
 def test_pause_and_resume_a_queue_through_the_scripts(world):
     script(world, "pause.py", "sms", "--reason", "gateway down", check=0)

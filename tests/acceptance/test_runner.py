@@ -76,6 +76,15 @@ def test_jobs_run_at_once(world, tmp_path):
     assert took < 4.0                                # one after another would take 4 s of sleeping alone
 
 
+def test_a_job_handed_to_a_process_of_its_own_is_counted_once(world, tmp_path):
+    """An at-most-once job runs alone in a process of its own: its worker claimed it and hands it off; the summary
+    said claimed=2 for one job (the solo counted the claim again; found by running docs/JOBS.md's example)."""
+    enqueue(world, [{"call": "examples.shop:charge", "args": {"path": str(tmp_path / "effects.log")}},
+                    {"call": "examples.shop:noop"}])
+    done = json.loads(script(world, "run_due.py", "--json").stdout)
+    assert (done["claimed"], done["succeeded"]) == (2, 2), done
+
+
 def test_a_runner_of_slow_jobs_claims_little_more_than_its_free_slots(world, tmp_path):
     """Other runners get the rest: with 4 slots and half-second jobs, the prefetch is one job (a quarter of the
     slots), never a batch; the jobs that end together at each half second do not make the runner claim more."""

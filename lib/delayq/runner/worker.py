@@ -110,7 +110,7 @@ class Worker:
 
     def run_jobs(self, jobs: list[Job]) -> Summary:
         """Run jobs already claimed (a solo process's one job), record their outcomes, and stop."""
-        summary = Summary(claimed=len(jobs))
+        summary = Summary()           # (its worker counted the claim: a job handed off is counted once)
         self._submit(self._held(jobs))
         while self._live() and not self.orphaned():     # orphaned: nobody would stop it past its time limit
             self._take(self.executor.poll(0.1), summary)
