@@ -109,7 +109,7 @@ def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Jo
     done_list += [Recovered(job.id, job.queue, PENDING, None) for job in back]
     for r in done_list:
         level = logging.WARNING if r.status == FAILED else logging.INFO
-        fields = {"job": r.id, "queue": r.queue, "recovered": words.shown(r.status), "reason": r.error or "never began"}
+        fields = {"job": r.id, "queue": r.queue, "recovered": words.shown(r.status), "reason": r.error or ("never began" if r.kind is None else f"it ended {r.kind}")}
         if r.kind in (TIMEOUT, CRASHED):        # the runner's verdict, in the run_due log lines' words
             fields["by"] = words.TIMED_OUT if r.kind == TIMEOUT else r.kind
         log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra={"fields": fields})

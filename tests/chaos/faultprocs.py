@@ -176,12 +176,13 @@ class Runner:
                 if pid not in self.life.workers and stat and stat[0] != "Z":
                     self.life.workers[pid] = Worker(pid, now)
                     self.worker_starts[pid] = stat[1]
-        for worker in self.life.workers.values():
+        for worker in list(self.life.workers.values()):       # (the injector reads it from its own thread)
             if worker.gone_at is None and not alive(worker.pid, self.worker_starts.get(worker.pid)):
                 worker.gone_at = now
 
     def live_workers(self) -> list[int]:
-        return [w.pid for w in self.life.workers.values() if w.gone_at is None and alive(w.pid)]
+        # a copy: the watcher thread adds workers while the injector's thread reads them
+        return [w.pid for w in list(self.life.workers.values()) if w.gone_at is None and alive(w.pid)]
 
     def signal(self, sig: int) -> float | None:
         """Send sig if the runner is alive (not a zombie); returns when, or None if it hit nothing."""

@@ -298,6 +298,13 @@ def test_a_run_recorded_by_a_recovery_gets_no_second_attempt_row_from_its_late_w
     assert store.finish(late, NOW + 3)[0] == {other.id}                          # the worker's, later
     assert [(a.attempt, a.outcome) for a in store.attempts(job.id)] == [(1, "succeeded")]
     assert [(a.attempt, a.outcome) for a in store.attempts(other.id)] == [(1, "succeeded")]
+    [third] = started(store, 1)                 # by attempt, not by job: a later attempt nobody recorded gets its row
+    retry = Outcome(third, PENDING, NOW, NOW + 1, "boom", due_at=NOW + 1)
+    assert store.finish([retry], NOW + 1, witnessed=False)[0] == {third.id}      # attempt 1 recorded
+    [again] = store.start([third.id], "tok2", NOW + 2, 300.0)                      # attempt 2 runs
+    assert store.unclaim([again], NOW + 3) == [again]                              # its claim gone, no row for it
+    assert store.finish([Outcome(again, SUCCEEDED, NOW + 2, NOW + 3, None)], NOW + 4)[0] == set()
+    assert [a.attempt for a in store.attempts(third.id)] == [1, 2]
 
 
 def test_a_start_returns_only_what_it_moved_itself(store):

@@ -45,9 +45,10 @@ _WORDS = 8                  # 8-byte words per slot: id, state, started, finishe
 _ID, _STATE, _STARTED, _FINISHED, _LIMIT, _SNOOZE, _TID, _IDENT = range(_WORDS)
 _KIND_SHIFT = 8             # a slot's state word: state | kind << 8 | abandoned << 16
 _ABANDONED = 1 << 16
-# header words: tick, order, culprit slot + 1, fatal length, pid, slots held, slots, threads, counters...
-_TICK, _ORDER, _CULPRIT, _FATAL_LEN, _PID, _HELD, _SLOTS, _THREADS = range(8)
-_COUNTERS = 8
+# header words: tick, order, culprit slot + 1, fatal length, pid, slots held, slots, threads, layout, counters...
+_TICK, _ORDER, _CULPRIT, _FATAL_LEN, _PID, _HELD, _SLOTS, _THREADS, _LAYOUT = range(9)
+_COUNTERS = 9
+LAYOUT = 0x64_6C_71_6C_65_64_00_01    # "dlqled", layout 1: a ledger file of another layout is not read
 _HEADER_WORDS = _COUNTERS + len(COUNTERS)
 _FATAL_BYTES = 1024
 
@@ -69,6 +70,23 @@ class Known:
     slot: int = -1
 
 
+def _created(path: str, size: int) -> int | None:
+    """A new ledger file, locked, its pages allocated now (a full /dev/shm must not strike later, as SIGBUS in a job's
+    thread): its descriptor, or None if there is no room (the file removed again)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.posix_fallocate(fd, 0, size)
+        return fd
+    except OSError:
+        os.close(fd)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
+
+
 def _size(slots: int, threads: int) -> tuple[int, int, int]:
     """(end of the header, end of the thread table, whole size) of a ledger, in bytes."""
     head = 8 * _HEADER_WORDS + _FATAL_BYTES
@@ -86,9 +104,9 @@ class Ledger:
         head, table, size = _size(slots, threads)
         self._fd = _fd
         if path is not None and _fd is None:
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-            os.ftruncate(self._fd, size)
+            self._fd = _created(path, size)
+            if self._fd is None:
+                self.path = None              # no room in the host's memory: a ledger in this process's memory
         # shared with forked children; a file's pages are the file's (they outlive every process)
         self._memory = mmap.mmap(-1 if self._fd is None else self._fd, size)
         view = memoryview(self._memory)
@@ -100,22 +118,24 @@ class Ledger:
         self._d = view[table:].cast("d")
         self._free = list(range(slots - 1, -1, -1))     # the worker's own list (each process has its copy)
         if _fd is None:
-            self._head_q[_SLOTS], self._head_q[_THREADS] = slots, threads
+            self._head_q[_SLOTS], self._head_q[_THREADS], self._head_q[_LAYOUT] = slots, threads, LAYOUT
 
     @classmethod
     def left_behind(cls, path: str) -> "Ledger | None":
         """The ledger file of a runner that is gone, to read: None while a process that had it open lives (its lock
         is held), or if it is not a whole ledger."""
         try:
-            fd = os.open(path, os.O_RDWR)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
         except OSError:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_nlink == 0:
+                raise ValueError("removed meanwhile: recovered by another runner")
             size = os.fstat(fd).st_size
-            slots, threads = struct.unpack("qq", os.pread(fd, 16, 8 * _SLOTS).ljust(16, b"\0"))
-            if slots <= 0 or threads <= 0 or _size(slots, threads)[2] != size:
-                raise ValueError(f"not a ledger of this delayq: {path}")
+            slots, threads, layout = struct.unpack("qqq", os.pread(fd, 24, 8 * _SLOTS).ljust(24, b"\0"))
+            if layout != LAYOUT or slots <= 0 or threads <= 0 or _size(slots, threads)[2] != size:
+                raise ValueError(f"not a whole ledger of this layout: {path}")   # (or one being made now)
             return cls(slots, threads, path, _fd=fd)
         except (OSError, ValueError):
             os.close(fd)

@@ -21,11 +21,13 @@ import hashlib
 import logging
 import os
 import signal
+import stat
 import tempfile
 import time
 from typing import Callable
 
 from .. import recovery
+from ..errors import DelayqError
 from . import postmortem
 from .ledger import RUNNING, Ledger
 
@@ -44,8 +46,21 @@ def directory(store, make: bool = True) -> str:
     return path
 
 
-def create(folder: str, holder: str, make: Callable[[str], Ledger]) -> Ledger:
-    """make(path) for the holder's ledger file (the folder made again if a runner that ended just removed it)."""
+def ours(folder: str) -> bool:
+    """The folder is a real directory of this user's that nobody else may write (/dev/shm is everyone's: another
+    user could have made it first, or put files in it); else the runner keeps its ledgers in memory only."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def create(folder: str | None, holder: str, make: Callable[[str | None], Ledger]) -> Ledger:
+    """make(path) for the holder's ledger file (the folder made again if a runner that ended just removed it);
+    make(None), a ledger in memory, without a folder of ours."""
+    if folder is None:
+        return make(None)
     for _ in range(3):
         try:
             return make(os.path.join(folder, holder + SUFFIX))
@@ -66,10 +81,15 @@ def recover(manager, folder: str) -> list[recovery.Recovered]:
     """Recover every ledger in `folder` that nobody has open any more; returns what was written. A backend error
     is raised (the ledger stays for the next runner)."""
     done: list[recovery.Recovered] = []
-    for name in sorted(os.listdir(folder)):
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:          # a runner that ended just removed the empty folder: nothing left behind
+        return done
+    for name in names:
         if not name.endswith(SUFFIX):
             continue
-        ledger = Ledger.left_behind(os.path.join(folder, name))
+        path = os.path.join(folder, name)
+        ledger = Ledger.left_behind(path)
         if ledger is None:
             continue
         holder = name[:-len(SUFFIX)]
@@ -81,11 +101,24 @@ def recover(manager, folder: str) -> list[recovery.Recovered]:
             judge, _ = postmortem.judge(death, known, manager.clock.now(), time.monotonic())
             settled = recovery.settle(manager, manager.held(holder), judge)
             manager.requeue_claims(holder)
-        except BaseException:
+        except DelayqError:            # the backend: the file stays for the next runner
             ledger.close()
             raise
+        except Exception as exc:       # a file this code cannot read: set aside, never in every runner's way
+            ledger.close()
+            log.warning("a ledger left behind could not be read (%s: %s): kept as %s.bad; its jobs are recovered "
+                        "by their leases", type(exc).__name__, exc, path)
+            _set_aside(path)
+            continue
         ledger.close(remove=True)
         if settled:
             log.info("recovered %d job(s) from the ledger of a runner that died: %s", len(settled), holder)
         done += settled
     return done
+
+
+def _set_aside(path: str) -> None:
+    try:
+        os.replace(path, path + ".bad")
+    except OSError:
+        pass

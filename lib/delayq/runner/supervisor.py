@@ -90,7 +90,11 @@ class Supervisor:
         self.summary = Summary()
         self.failure: str | None = None
         self._dir = tempfile.mkdtemp(prefix="delayq-runner-")
-        self._ledgers = orphans.directory(manager.store)     # the workers' ledgers: files the next runner reads
+        self._ledgers: str | None = orphans.directory(manager.store)   # the workers' ledgers: files the next runner reads
+        if not orphans.ours(self._ledgers):
+            log.warning("%s is not this user's own folder: the workers' ledgers stay in memory (a runner that dies "
+                        "whole leaves its jobs to their leases)", self._ledgers)
+            self._ledgers = None
         self._handoff_r, self._handoff_w = os.pipe()
         os.set_blocking(self._handoff_r, False)
         self._wake_r, self._wake_w = os.pipe()
@@ -120,7 +124,8 @@ class Supervisor:
         self._plan = (seconds, interval, one_pass)
         end = time.monotonic() + seconds
         try:
-            self.summary.count_recovered(orphans.recover(self.manager, self._ledgers))   # a runner that died whole
+            if self._ledgers is not None:         # a runner that died whole left these
+                self.summary.count_recovered(orphans.recover(self.manager, self._ledgers))
             for _ in range(self.processes):
                 self._spawn_worker()
             while self.children or self.solo_queue:
@@ -143,7 +148,8 @@ class Supervisor:
             except OSError:
                 pass
         shutil.rmtree(self._dir, ignore_errors=True)
-        orphans.tidy(self._ledgers)
+        if self._ledgers is not None:
+            orphans.tidy(self._ledgers)
 
     # -- one turn of the loop ---------------------------------------------------------------
     def _turn(self, window_over: bool, one_pass: bool) -> None:
@@ -363,13 +369,19 @@ class Supervisor:
         would run those jobs again). One recovery path: recovery.settle on the ledger's word, skipping rows the
         worker is writing now; when the worker moves again, its own commit finds them written (not held) and
         adds no second attempt row. A failure's error text stays in the worker (the ledger holds its kind)."""
-        if c.solo or now - c.ledger.ticked < RESCUE or now - c.rescued < RESCUE:
+        if c.solo or self._stop_at is not None or now - c.ledger.ticked < RESCUE or now - c.rescued < RESCUE:
             return
         c.rescued = now
+        ticked = c.ledger.ticked
         ended = {k.job_id: k for k in c.ledger.known().values() if k.state == ENDED and not k.abandoned}
         if not ended:
             return
-        jobs = [job for job in self.manager.held(c.holder) if job.id in ended]
+        held = self.manager.held(c.holder)
+        if c.ledger.ticked != ticked:
+            return           # the worker moved meanwhile: it commits them itself (and may have claimed one again)
+        # still the claim that ran it (a claim made again after the run ended began after it), still ended there
+        jobs = [job for job in held if job.id in ended and job.started_at is not None
+                and job.started_at <= ended[job.id].finished and c.ledger.read(ended[job.id].slot) == ended[job.id]]
         why = "written by the supervisor while a batch-mate held its worker's interpreter"
         done = recovery.settle(self.manager, jobs, lambda job: postmortem.ended(job, ended[job.id], why))
         if done:
@@ -435,18 +447,18 @@ class Supervisor:
             running = sum(1 for k in known.values() if k.state == RUNNING)
             log.warning("%s %d %s with %d job(s) running", "solo process" if c.solo else "worker", c.pid,
                         death.describe(), running)
-        c.ledger.close()
         try:
             os.unlink(c.fault_file)
         except OSError:
             pass
         if self.failure is not None:
-            return        # a backend stopped answering: no recovery now (it would wait on it); its ledger file stays
-                          # for the next runner on this host (orphans.py), and compensate recovers by the leases
+            c.ledger.close()  # a backend stopped answering: no recovery now (it would wait on it); its ledger file stays
+            return            # for the next runner on this host (orphans.py), and compensate recovers by the leases
         judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
         self._settle(c.holder, judge, solo, claims=not expected)
         if self.failure is None:
             _unlink(c.ledger.path)                    # all it held is recovered
+        c.ledger.close()      # (only now: while its lock is held here, no other runner takes the file over)
 
     def _settle(self, holder: str, judge, solo, claims: bool = False) -> None:
         """Recover what a dead child held (claims: and what its last claims left in flight, its rows pending)."""
