@@ -437,7 +437,7 @@ class Supervisor:
         failed = fatal is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == postmortem.EXIT_FATAL
         if failed:
             self.failure = self.failure or fatal      # the runner's one line; the other children are ended now
-        elif fatal:
+        elif fatal and self.failure is None and c.killed is None:   # (a runner already failing says it in one line)
             log.warning("worker %d: %s", c.pid, fatal)
         known = c.ledger.known()
         expected = c.killed is None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == postmortem.EXIT_OK
