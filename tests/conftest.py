@@ -14,6 +14,7 @@ import random
 import secrets
 
 import shutil
+import sqlite3
 
 import pymysql
 import pytest
@@ -124,6 +125,32 @@ def raw_mysql(database: str | None = None) -> "pymysql.connections.Connection":
     u = urlsplit(MYSQL_URL)
     return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root", password=u.password or "",
                            database=database or u.path.lstrip("/"), autocommit=False)
+
+
+def mysql_database(name: str, create: bool = True) -> None:
+    """A database of the test MariaDB made (create) or dropped: a sample application's own, named by the test."""
+    conn = raw_mysql()
+    try:
+        with conn.cursor() as cur:          # our own generated name
+            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4" if create else
+                        f"DROP DATABASE IF EXISTS `{name}`")
+    finally:
+        conn.close()
+
+
+def app_rows(sql: str, *params, sqlite_path: str | None = None, database: str | None = None) -> list[tuple]:
+    """Rows of one query on a sample application's database: a SQLite file, or a database of the test MariaDB
+    (`?` marks a bound parameter on either)."""
+    if sqlite_path is not None:
+        with sqlite3.connect(sqlite_path) as conn:
+            return [tuple(row) for row in conn.execute(sql, params).fetchall()]
+    conn = raw_mysql(database=database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql.replace("?", "%s"), params or None)
+            return [tuple(row) for row in cur.fetchall()]
+    finally:
+        conn.close()
 
 
 def drop_mysql(prefix: str) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import MYSQL_URL, ROOT, new_prefix, raw_mysql, require
+from tests.conftest import MYSQL_URL, ROOT, app_rows, mysql_database, new_prefix, require
 
 PROJECT = os.path.join(ROOT, "examples", "django_app")
 DRIVER_SCRIPT = os.path.join(ROOT, "tests", "integration", "django_requests.py")
@@ -45,10 +44,7 @@ class Project:
         self.env.update(SHOP_MYSQL_DATABASE=self.database, SHOP_MYSQL_DRIVER=driver, SHOP_MYSQL_HOST=u.hostname,
                         SHOP_MYSQL_PORT=str(u.port or 3306), SHOP_MYSQL_USER=u.username or "root",
                         SHOP_MYSQL_PASSWORD=u.password or "")
-        conn = raw_mysql()
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{self.database}` CHARACTER SET utf8mb4")   # our own generated name
-        conn.close()
+        mysql_database(self.database)
 
     def run(self, *argv: str, script: str | None = None) -> subprocess.CompletedProcess:
         """manage.py ARGV (or a script) in the project's folder, as its developers run it; fails on a non-zero exit."""
@@ -60,22 +56,12 @@ class Project:
     def rows(self, sql: str) -> list[tuple]:
         sql = sql.format(jobs=f"{self.prefix}_jobs", attempts=f"{self.prefix}_attempts")
         if self.driver == "sqlite":
-            with sqlite3.connect(self.path) as conn:
-                return [tuple(row) for row in conn.execute(sql).fetchall()]
-        conn = raw_mysql(database=self.database)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-                return [tuple(row) for row in cur.fetchall()]
-        finally:
-            conn.close()
+            return app_rows(sql, sqlite_path=self.path)
+        return app_rows(sql, database=self.database)
 
     def cleanup(self) -> None:
         if self.driver != "sqlite":
-            conn = raw_mysql()
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{self.database}`")
-            conn.close()
+            mysql_database(self.database, create=False)
 
 
 def need(module: str, what: str) -> None:

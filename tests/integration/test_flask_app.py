@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from delayq.errors import ConfigError
-from tests.conftest import MYSQL_URL, REDIS_URL, ROOT, drop_redis, new_prefix, raw_mysql, require
+from tests.conftest import MYSQL_URL, REDIS_URL, ROOT, app_rows, drop_redis, mysql_database, new_prefix, require
 
 APP_DIR = os.path.join(ROOT, "examples", "flask_app")
 KINDS = ["mysql", "sqlite", "mysql+redis"]
@@ -37,10 +36,7 @@ class Shop:
             self.url = f"sqlite:///{tmp_path}/shop.db"
         else:
             self.database = f"dq_{self.prefix}"
-            conn = raw_mysql()
-            with conn.cursor() as cur:
-                cur.execute(f"CREATE DATABASE `{self.database}` CHARACTER SET utf8mb4")   # our own generated name
-            conn.close()
+            mysql_database(self.database)
             self.url = urlsplit(MYSQL_URL)._replace(path=f"/{self.database}").geturl()
         self.redis_url = REDIS_URL if kind.endswith("+redis") else None
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DELAYQ_", "SHOP_", "FLASK_"))}
@@ -64,22 +60,12 @@ class Shop:
     def rows(self, sql: str, *params) -> list[tuple]:
         sql = sql.format(jobs=f"{self.prefix}_jobs")
         if self.kind == "sqlite":
-            with sqlite3.connect(self.url[len("sqlite:///"):]) as conn:
-                return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-        conn = raw_mysql(database=self.database)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql.replace("?", "%s"), params)
-                return [tuple(r) for r in cur.fetchall()]
-        finally:
-            conn.close()
+            return app_rows(sql, *params, sqlite_path=self.url[len("sqlite:///"):])
+        return app_rows(sql, *params, database=self.database)
 
     def cleanup(self) -> None:
         if self.kind != "sqlite":
-            conn = raw_mysql()
-            with conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{self.database}`")
-            conn.close()
+            mysql_database(self.database, create=False)
         if self.redis_url:
             drop_redis(self.prefix)
 

@@ -451,14 +451,12 @@ class Supervisor:
             os.unlink(c.fault_file)
         except OSError:
             pass
-        if self.failure is not None:
-            c.ledger.close()  # a backend stopped answering: no recovery now (it would wait on it); its ledger file stays
-            return            # for the next runner on this host (orphans.py), and compensate recovers by the leases
-        judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
-        self._settle(c.holder, judge, solo, claims=not expected)
-        if self.failure is None:
-            _unlink(c.ledger.path)                    # all it held is recovered
-        c.ledger.close()      # (only now: while its lock is held here, no other runner takes the file over)
+        if self.failure is None:   # else a backend stopped answering: no recovery now (it would wait on it)
+            judge, solo = postmortem.judge(death, known, self.manager.clock.now(), time.monotonic())
+            self._settle(c.holder, judge, solo, claims=not expected)
+        # closed only now (while its lock is held here, no other runner takes the file over); the file goes if all it
+        # held is recovered, else it stays for the next runner on this host (orphans.py) beside the leases
+        c.ledger.close(remove=self.failure is None)
 
     def _settle(self, holder: str, judge, solo, claims: bool = False) -> None:
         """Recover what a dead child held (claims: and what its last claims left in flight, its rows pending)."""
@@ -544,14 +542,6 @@ def _oom_kills() -> int:
     except (OSError, ValueError):
         pass
     return 0
-
-
-def _unlink(path: str | None) -> None:
-    if path is not None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 def _read(path: str) -> str:
