@@ -14,6 +14,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
 import delayq  # noqa: E402
 from delayq.config import Config  # noqa: E402
+from delayq.runner import orphans  # noqa: E402
 from delayq.store.queries import TABLES  # noqa: E402
 from delayq.errors import InvalidInput  # noqa: E402
 from tests.chaos.servers import PrivateMariaDB, PrivateRedis  # noqa: E402
@@ -90,6 +92,7 @@ class World:
         with self.q.store.tx() as cur:
             for table in TABLES:
                 cur.execute(f"DROP TABLE IF EXISTS {self.prefix}_{table}")
+        shutil.rmtree(orphans.directory(self.q.store, make=False), ignore_errors=True)   # ledgers left behind
         self.q.close()
 
 

@@ -9,10 +9,12 @@ from tqdm import tqdm
 
 from .. import app, cli
 from ..recovery import Reconciled
+from ..runner import orphans
 
 
 def build_parser(prog: str) -> cli.Parser:
-    p = cli.parser(prog, "Recover running jobs whose lease ran out, put pending jobs missing from the due index "
+    p = cli.parser(prog, "Recover the jobs of runners that died on this host from the ledgers they left, then running "
+                         "jobs whose lease ran out; put pending jobs missing from the due index "
                          "back, drop stale index entries, and send alerts for jobs that failed for good. "
                          "Safe to run from several hosts at once.", verbose=True)
     p.add_argument("--rebuild-every", type=float, default=600, metavar="SECONDS",
@@ -27,6 +29,7 @@ def execute(args, settings) -> int:
     cli.setup_logging(args.verbose, settings.log_format)
     manager = app.open_ready(settings, create=False)     # a broken configuration fails here, with its cause
     started = time.monotonic()
+    settled = orphans.recover_here(manager)    # ledgers runners on this host left: first, before their leases
     recovered = manager.recover_expired()
     stranded = manager.requeue_stranded() + manager.index_newer()
     rebuilt = Reconciled()
@@ -42,7 +45,7 @@ def execute(args, settings) -> int:
                 raise
     alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
     alerted = manager.send_alerts(alerter) if alerter else 0
-    data = {"requeued": sum(1 for r in recovered if r.status == "pending"),
+    data = {"from_ledgers": len(settled), "requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
             "alerted": alerted, "seconds": round(time.monotonic() - started, 3)}

@@ -9,7 +9,10 @@ and recovered by the same rules as a dead worker's: an ended job gets the outcom
 (it does not run again), a running one is interrupted (an ordinary job runs again now, not when
 its lease runs out; an at-most-once one fails as "outcome unknown"), one never started goes
 back to pending. Only what its claim still holds is written (compensate may have recovered it
-by its lease meanwhile, and then nothing is). The file goes once it is recovered.
+by its lease meanwhile, and then nothing is). The file goes once it is recovered. compensate
+does the same before it takes over leases that ran out (recover_here): a runner that exited on
+a paused database leaves outcomes that the first look after the pause writes, whichever of
+compensate and the next runner comes first, and its ended jobs do not run again.
 
 A host that restarts loses the directory (its memory): then the leases recover the jobs, as
 they always did.
@@ -75,6 +78,17 @@ def tidy(folder: str) -> None:
         os.rmdir(folder)
     except OSError:
         pass
+
+
+def recover_here(manager) -> list[recovery.Recovered]:
+    """Recover the ledgers runners of this store left behind on this host, if its folder is there and ours (then
+    removed if nothing is left in it)."""
+    folder = directory(manager.store, make=False)
+    if not ours(folder):
+        return []
+    done = recover(manager, folder)
+    tidy(folder)
+    return done
 
 
 def recover(manager, folder: str) -> list[recovery.Recovered]:
