@@ -157,7 +157,14 @@ class Manager:
         now = self.clock.sync()
         active = self.active(queues, now)
         token = claim_token(holder or new_holder("c"))
-        return self.index.claim(active, now, limit, token, self.lease) if active else []
+        jobs = self.index.claim(active, now, limit, token, self.lease) if active else []
+        if jobs and self.clock.now() - now > min(job.lease or self.lease for job in jobs) / 3:
+            # The claim's leases were set at `now`, and it committed a third of a lease or more later (its process
+            # held up between its UPDATE and its COMMIT: a batch-mate holding the interpreter, swap). Its rows
+            # were locked meanwhile, so the runner's renewal skipped them: they move on now, before any starts,
+            # so that none runs under a lease that ran out (compensate would take it over while it runs).
+            self.store.keep_alive(jobs, self.clock.now(), self.lease)
+        return jobs
 
     def finish(self, outcomes: list[Outcome], witnessed: bool = True) -> set[int]:
         """Commit outcomes, then update the index for the jobs whose claim still held; returns those ids.

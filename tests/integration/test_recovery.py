@@ -49,6 +49,27 @@ def test_killed_runner_job_runs_again_and_the_interrupted_attempt_counts(q, cloc
     assert q.store.get(job.id).attempts == 2
 
 
+def test_a_claim_committed_late_does_not_hand_its_jobs_an_expired_lease(q, clock):
+    """Issue 21, invariant 3 (found by the short fault check): a worker's claim set its leases at `now`, then a
+    batch-mate held the worker's interpreter (a C call) for longer than the lease before the claim could commit;
+    its rows were locked meanwhile, so the supervisor's renewal skipped them, and they committed with their lease
+    already run out: compensate took over a job that was about to run, and it ran twice.
+
+    Right answer: a claim that comes back a third of a lease or more after its `now` renews its jobs' leases
+    before returning them: compensate right after finds nothing to take over."""
+    job = q.enqueue(NOOP)
+    claim = q.index.claim
+
+    def held_up(*args, **kw):             # the claim's UPDATE ran at `now`; its commit a lease later
+        jobs = claim(*args, **kw)
+        clock.advance(q.lease + 2)
+        return jobs
+    q.index.claim = held_up
+    assert [j.id for j in q.claim(["default"], 10)] == [job.id]
+    assert q.recover_expired() == []
+    assert q.store.get(job.id).lease_until >= clock.now() + q.lease - 1
+
+
 def test_interrupted_job_without_attempts_left_fails(q, clock):
     job = q.enqueue(NOOP, max_attempts=1)
     crash_after_claim(q)
