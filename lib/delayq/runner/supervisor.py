@@ -128,7 +128,7 @@ class Supervisor:
                 self.summary.count_recovered(orphans.recover(self.manager, self._ledgers))
             for _ in range(self.processes):
                 self._spawn_worker()
-            while self.children or self.solo_queue:
+            while self.children or self.solo_queue or self._window_open(end, one_pass):
                 self._turn(time.monotonic() >= end and not one_pass, one_pass)
         except BaseException as exc:
             if isinstance(exc, DelayqError):
@@ -140,6 +140,11 @@ class Supervisor:
         if self.failure:
             raise BackendError(self.failure)
         return self.summary
+
+    def _window_open(self, end: float, one_pass: bool) -> bool:
+        """No child left, yet the runner goes on: its --for window is not over, nothing stops it, and a worker held
+        back after deaths in a row (_replace) is still to come."""
+        return not one_pass and time.monotonic() < end and self._stop_at is None and self.failure is None
 
     def close(self) -> None:
         for fd in (self._handoff_r, self._handoff_w, self._wake_r, self._wake_w):
