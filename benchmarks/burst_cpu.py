@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE]
 
 from baseline import Baseline  # noqa: E402
-from procfs import cpu_seconds, pid_of  # noqa: E402
+from procfs import pid_of, quiet  # noqa: E402
 
 MYSQL = os.environ.get("DELAYQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 
@@ -72,19 +72,6 @@ try:
 finally:
     w.close()
 """
-
-
-def quiet(pid: int | None, below: float = 0.05, most: float = 30.0) -> None:
-    """Until mariadbd uses less than `below` of a core over half a second (the last run's DROP TABLEs are purged
-    in the background, and would be counted against the next burst), `most` seconds at most."""
-    if pid is None:
-        return
-    end = time.monotonic() + most
-    while time.monotonic() < end:
-        before = cpu_seconds(pid)
-        time.sleep(0.5)
-        if cpu_seconds(pid) - before < below * 0.5:
-            return
 
 
 def measure(benchmarks_dir: str, n: int, redis_url: str, flags: list[str]) -> dict:
