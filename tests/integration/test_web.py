@@ -125,11 +125,14 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(web, clock
     c = client(web)
     assert post(c, f"/jobs/{job}/cancel").status_code == 403
     assert post(c, f"/jobs/{job}/cancel", csrf="forged").status_code == 403
-    assert web.get(job).status == "pending" and web.actions() == []
+    assert web.get(job).status == "pending"
+    assert [(r["action"], r["target"], r["detail"], r["jobs"]) for r in web.actions()] == \
+        [("refused", f"POST /jobs/{job}/cancel", "HTTP 403", 0)] * 2         # the refusals are audited
     token = csrf(c)
+    clock.advance(1)
     done = post(c, f"/jobs/{job}/cancel", csrf=token)
     assert done.status_code == 302 and web.get(job).status == "cancelled"
-    [row] = web.actions()
+    row = web.actions()[0]
     assert (row["action"], row["target"], row["jobs"], row["address"]) == ("cancel", f"job {job}", 1, "127.0.0.1")
     clock.advance(1)
     assert post(c, f"/jobs/{job}/cancel", csrf=token).status_code == 302       # refused by the verb: audited too
@@ -148,7 +151,8 @@ def test_read_only_shows_no_action_and_refuses_every_post(web):
     with c.session_transaction() as session:      # a valid CSRF token does not matter: read-only refuses first
         session["csrf"] = "valid-token"
     assert post(c, f"/jobs/{failed}/retry", csrf="valid-token").status_code == 403
-    assert web.get(failed).status == "failed" and web.actions() == []
+    assert web.get(failed).status == "failed"
+    assert {r["action"] for r in web.actions()} == {"refused"}       # the refusals only, audited
     writable = get(client(web), f"/jobs/{failed}").get_data(as_text=True)
     assert "Retry the job" in writable                 # the same page with the buttons, when not read-only
 
@@ -179,6 +183,77 @@ def test_wrong_passwords_are_throttled_per_address(web):
     codes = [post(c, "/login", csrf=token, password="guess").status_code for _ in range(11)]
     assert codes[:10] == [401] * 10 and codes[10] == 429
     assert post(c, "/login", csrf=token, password=PASSWORD).status_code == 429     # even the right one, for a minute
+
+
+def logged_in(web, **headers):
+    """A client logged in by the form (its session cookie set), as a browser would be."""
+    c = client(web, password=PASSWORD, local_only=False)
+    done = c.post("/login", data={"csrf": csrf(c, "/login"), "password": PASSWORD},
+                  base_url="http://127.0.0.1:8080", headers=headers)
+    assert done.status_code == 302, done.get_data(as_text=True)
+    return c, done
+
+
+def test_logout_ends_the_session_and_a_saved_cookie_reads_nothing(web):
+    """Issue 24: a cookie saved before POST /logout still read pages and paused queues."""
+    c, _ = logged_in(web)
+    saved = c.get_cookie("delayq_session", domain="127.0.0.1").value
+    assert get(c, "/").status_code == 200
+    assert post(c, "/logout", csrf=csrf(c)).status_code == 302
+    thief = c.application.test_client()           # the same app (its sessions), a copy of the old cookie
+    thief.set_cookie("delayq_session", saved, domain="127.0.0.1")
+    assert get(thief, "/").status_code == 302      # to the login form: the session is over
+    assert post(thief, "/queues/pause", queue="sms", csrf="anything").status_code == 401
+    assert web.paused_queues() == {}
+
+
+def test_the_session_cookie_expires_and_is_secure_behind_tls(web):
+    """Issue 24: the session cookie had no expiry, and no Secure flag behind a TLS proxy."""
+    _, plain = logged_in(web)
+    cookie = plain.headers["Set-Cookie"]
+    assert "Expires=" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Secure" not in cookie
+    _, proxied = logged_in(web, **{"X-Forwarded-Proto": "https"})
+    assert "; Secure" in proxied.headers["Set-Cookie"]
+
+
+def test_wrong_passwords_by_header_are_throttled_with_the_form(web):
+    """Issue 24: 400 wrong Bearer (and Basic) tokens were never answered 429, and the right token still worked while
+    the login form was locked. Right answer: one throttle for every way of giving the password."""
+    c = client(web, password=PASSWORD, local_only=False)
+    basic = base64.b64encode(b"ops:guess").decode()
+    codes = [get(c, "/", headers={"Authorization": f"Bearer guess{n}" if n % 2 else f"Basic {basic}"}).status_code
+             for n in range(11)]
+    assert codes[:10] == [302] * 10 and codes[10] == 429
+    assert get(c, "/", headers={"Authorization": f"Bearer {PASSWORD}"}).status_code == 429   # even the right one
+    assert post(c, "/login", csrf=csrf(c, "/login"), password=PASSWORD).status_code == 429   # the form too
+    refused = [r for r in web.actions(limit=100) if r["action"] == "refused"]
+    assert refused and {r["detail"] for r in refused} == {"HTTP 429"} and all("guess" not in str(r) for r in refused)
+
+
+def test_a_flood_of_refused_requests_writes_a_bounded_audit(web):
+    c = client(web, password=PASSWORD, local_only=False)
+    for _ in range(40):
+        assert post(c, "/queues/pause", queue="sms").status_code == 401
+    rows = [r for r in web.actions(limit=100) if r["action"] == "refused"]
+    assert len(rows) == 10 and rows[0]["target"] == "POST /queues/pause" and rows[0]["actor"] == "anonymous"
+
+
+@pytest.mark.parametrize("target", ["/\t/evil.example", "/%09/evil.example", "/\n/evil.example", "//evil.example",
+                                    "/\\evil.example", "https://evil.example/", "/ /evil.example", "javascript:x"])
+def test_after_login_next_is_only_a_path_of_this_site(web, target):
+    """Issue 24: next=/%09/evil.example answered Location: //evil.example (a browser drops the tab)."""
+    c = client(web, password=PASSWORD, local_only=False)
+    token = csrf(c, "/login")
+    wanted = target.replace("\\t", "\t").replace("\\n", "\n")
+    done = c.post("/login?next=" + wanted if "%" in wanted else "/login",
+                  data={"csrf": token, "password": PASSWORD, **({} if "%" in wanted else {"next": wanted})},
+                  base_url="http://127.0.0.1:8080")
+    assert done.headers["Location"] == "/", done.headers["Location"]
+    kept, _ = logged_in(web)
+    assert post(kept, "/logout", csrf=csrf(kept)).status_code == 302
+    again = kept.post("/login", data={"csrf": csrf(kept, "/login"), "password": PASSWORD, "next": "/jobs?status=failed"},
+                      base_url="http://127.0.0.1:8080")
+    assert again.headers["Location"] == "/jobs?status=failed"       # a path of this site is kept
 
 
 def test_without_a_password_only_loopback_host_names_are_served(web):

@@ -3,7 +3,8 @@
     from delayq.web import WebSettings, create_app
     app = create_app(delayq.open_manager(), WebSettings(password=None, read_only=False))
 
-One module per concern: security.py (authentication, CSRF, the Host check, headers), forms.py (query strings
+One module per concern: security.py (authentication, CSRF, the Host check, headers), sessions.py (logins kept
+on the server), forms.py (query strings
 to a JobFilter, with the CLI's rules), overview.py, jobs.py (search and a job's page), actions.py (every POST:
 retry, cancel, run now, bulk actions, pause and resume, each written to the audit trail), charts.py (SVG),
 display.py (times, durations and statuses as text).
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from flask import Flask
 
 from ..manager import Manager
-from . import actions, display, jobs, overview, security
+from . import actions, display, jobs, overview, security, sessions
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ def create_app(manager: Manager, settings: WebSettings) -> Flask:
         SESSION_COOKIE_NAME="delayq_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
+        PERMANENT_SESSION_LIFETIME=timedelta(seconds=sessions.ABSOLUTE),   # the cookie's expiry: the session's end
         MAX_CONTENT_LENGTH=64 * 1024,
         TEMPLATES_AUTO_RELOAD=False,
     )

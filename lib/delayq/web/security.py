@@ -2,9 +2,13 @@
 
 - Without a password the app serves only requests whose Host is a loopback name or address, so a web page
   elsewhere cannot reach it through DNS rebinding (a name of theirs that resolves to 127.0.0.1).
-- With DELAYQ_WEB_PASSWORD every request but the login form and the CSS needs it: a login form that sets a
-  signed session cookie (HttpOnly, SameSite=Strict), or HTTP basic auth (any user name), or a bearer token.
-  Comparisons are constant-time (hmac.compare_digest); wrong passwords are throttled per address.
+- With DELAYQ_WEB_PASSWORD every request but the login form and the CSS needs it: a login form that starts a
+  session kept on the server (sessions.py: logout ends it, it expires when idle and after ABSOLUTE seconds; its
+  cookie is HttpOnly, SameSite=Strict, Secure over TLS or behind a proxy that says X-Forwarded-Proto: https),
+  or HTTP basic auth (any user name), or a bearer token. Comparisons are constant-time (hmac.compare_digest).
+  Wrong passwords, however presented (form, Bearer, Basic), are throttled per address and overall: once
+  throttled, even the right password is refused (429) for the window; a session already open goes on.
+- Refused requests (401, 403, 429) are written to the audit trail, THROTTLE_FAILURES a window per address at most.
 - Every POST carries the session's CSRF token (refused with 403 otherwise); read-only mode refuses every POST
   but the login. GET never changes anything.
 - Every response carries a Content-Security-Policy that allows no script at all (the pages have none), and
@@ -20,13 +24,20 @@ import secrets
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
-from flask import Flask, abort, g, redirect, render_template, request, session, url_for
+from flask import Flask, abort, current_app, g, redirect, render_template, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+
+from ..errors import DelayqError
+from .sessions import Sessions
 
 OPEN_ENDPOINTS = {"login", "static"}
 LOOPBACK_NAMES = {"localhost"}
 THROTTLE_WINDOW = 60.0       # seconds
 THROTTLE_FAILURES = 10       # wrong passwords per address and window before logins are refused for the window
+THROTTLE_ALL = 100           # wrong passwords from all addresses together in a window: then every login is refused
+REFUSED = (401, 403, 429)    # refusals written to the audit trail
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
 HEADERS = {
@@ -42,13 +53,21 @@ HEADERS = {
 
 def register(app: Flask, settings: Any) -> None:
     throttle = Throttle()
+    sessions = Sessions()
+    app.session_interface = _CookieInterface()
+    app.extensions["delayq.sessions"] = sessions
 
     @app.before_request
     def guard() -> Any:
         if settings.local_only and not loopback_host(request.host):
             abort(400, "this dashboard has no password, so it answers only to localhost / 127.0.0.1 / [::1] "
                        "(set DELAYQ_WEB_PASSWORD to serve it under another name)")
-        g.actor = actor(settings.password)
+        presented = settings.password and "Authorization" in request.headers
+        if presented and throttle.blocked(address()):
+            abort(429, TOO_MANY)              # even the right one: a guesser cannot tell
+        g.actor = actor(settings.password, sessions)
+        if presented and g.actor is None:
+            throttle.failed(address())
         if g.actor is None and request.endpoint not in OPEN_ENDPOINTS:
             if request.method == "GET":
                 return redirect(url_for("login", next=request.full_path if request.query_string else request.path))
@@ -64,6 +83,8 @@ def register(app: Flask, settings: Any) -> None:
         response.headers.update(HEADERS)
         if request.endpoint != "static":
             response.headers["Cache-Control"] = "no-store"
+        if response.status_code in REFUSED and throttle.audit_allowed(address()):
+            audit_refusal(response.status_code)
         return response
 
     @app.context_processor
@@ -77,24 +98,51 @@ def register(app: Flask, settings: Any) -> None:
             return redirect(target)
         error = None
         if request.method == "POST":
-            address = request.remote_addr or "?"
-            if throttle.blocked(address):
-                abort(429, "too many wrong passwords from this address: wait a minute")
+            if throttle.blocked(address()):
+                abort(429, TOO_MANY)
             if same(request.form.get("password", ""), settings.password):
                 session.clear()
-                session["auth"] = fingerprint(settings.password)
+                session["sid"] = sessions.start(fingerprint(settings.password))
                 session["csrf"] = secrets.token_urlsafe(32)
+                session.permanent = True      # the cookie expires with the session's absolute lifetime
                 return redirect(target)
-            throttle.failed(address)
+            throttle.failed(address())
             error = "wrong password"
         return render_template("login.html", error=error, next=target), 401 if error else 200
 
     def logout() -> Any:
+        sessions.end(session.get("sid"))      # a copy of the cookie counts no more
         session.clear()
         return redirect(url_for("login"))
 
     app.add_url_rule("/login", "login", login, methods=["GET", "POST"])
     app.add_url_rule("/logout", "logout", logout, methods=["POST"])
+
+
+TOO_MANY = "too many wrong passwords: wait a minute"
+
+
+class _CookieInterface(SecureCookieSessionInterface):
+    """The signed session cookie, Secure when the request came over TLS (or through a proxy that says so: it can
+    only make the cookie stricter)."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+        return request.is_secure or proto == "https"
+
+
+def address() -> str:
+    return request.remote_addr or "?"
+
+
+def audit_refusal(code: int) -> None:
+    """A refused request in the audit trail (never its credentials); a backend that does not answer loses it."""
+    target = f"{request.method} {request.path}"[:200]
+    try:
+        current_app.extensions["delayq"].record_action(address(), getattr(g, "actor", None) or "anonymous",
+                                                       "refused", target, 0, f"HTTP {code}")
+    except DelayqError:
+        pass
 
 
 def same(given: str, expected: str) -> bool:
@@ -107,11 +155,11 @@ def fingerprint(password: str) -> str:
     return hmac.new(b"delayq-web-session", password.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
 
 
-def actor(password: str | None) -> str | None:
+def actor(password: str | None, sessions: Sessions) -> str | None:
     """Who the request is (written to the audit trail), or None when a password is needed and was not given."""
     if not password:
         return "local (no password)"
-    if same(session.get("auth", ""), fingerprint(password)):
+    if sessions.check(session.get("sid"), fingerprint(password)):
         return "password (login form)"
     header = request.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")
@@ -159,33 +207,60 @@ def loopback_host(host: str) -> bool:
 
 
 def safe_next(target: str | None) -> str:
-    """Where to go after logging in: a path on this site only (never //elsewhere or a full URL)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Where to go after logging in: a path on this site only. Never //elsewhere, a full URL, a backslash, or any
+    control character or space (a browser drops a tab or a newline: /<TAB>/evil.example becomes //evil.example)."""
+    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(ord(ch) <= 32 or ord(ch) == 127 for ch in target)):
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
         return "/"
     return target
 
 
 class Throttle:
-    """Wrong passwords per address in the last THROTTLE_WINDOW seconds (in memory, per process)."""
+    """Wrong passwords per address, and from all addresses together, in the last THROTTLE_WINDOW seconds; and the
+    refusals each address may still write to the audit trail in that window (in memory, per process)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._failures: dict[str, list[float]] = {}
+        self._all: list[float] = []
+        self._audited: dict[str, list[float]] = {}
 
     def blocked(self, address: str) -> bool:
         with self._lock:
-            recent = self._recent(address)
-            return len(recent) >= THROTTLE_FAILURES
+            now = self._clock()
+            self._all = [t for t in self._all if now - t < THROTTLE_WINDOW]
+            return len(self._recent(self._failures, address, now)) >= THROTTLE_FAILURES or \
+                len(self._all) >= THROTTLE_ALL
 
     def failed(self, address: str) -> None:
         with self._lock:
-            self._recent(address).append(time.monotonic())
-            if len(self._failures) > 10_000:        # many addresses: forget the idle ones
-                for key in [k for k, v in self._failures.items() if not v]:
-                    del self._failures[key]
+            now = self._clock()
+            self._recent(self._failures, address, now).append(now)
+            self._all.append(now)
+            _forget_idle(self._failures)
 
-    def _recent(self, address: str) -> list[float]:
-        now = time.monotonic()
-        kept = [t for t in self._failures.get(address, []) if now - t < THROTTLE_WINDOW]
-        self._failures[address] = kept
+    def audit_allowed(self, address: str) -> bool:
+        """One more refusal of this address may be written (THROTTLE_FAILURES a window: a flood is not)."""
+        with self._lock:
+            now = self._clock()
+            rows = self._recent(self._audited, address, now)
+            if len(rows) >= THROTTLE_FAILURES:
+                return False
+            rows.append(now)
+            _forget_idle(self._audited)
+            return True
+
+    def _recent(self, table: dict[str, list[float]], address: str, now: float) -> list[float]:
+        kept = [t for t in table.get(address, []) if now - t < THROTTLE_WINDOW]
+        table[address] = kept
         return kept
+
+
+def _forget_idle(table: dict[str, list[float]]) -> None:
+    if len(table) > 10_000:             # many addresses: forget the idle ones
+        for key in [k for k, v in table.items() if not v]:
+            del table[key]
