@@ -415,6 +415,14 @@ ext LIKE :ext_like ESCAPE '!'
 -- A filter fragment: a time before :until.
 {time_column} < :until
 
+-- name: filter_upto_id
+-- A filter fragment: jobs that existed when a bulk action was previewed.
+id <= :upto_id
+
+-- name: filter_as_of
+-- A filter fragment: jobs not changed since a bulk action was previewed (a post-filter on the rows found).
+updated_at <= :as_of
+
 -- name: filter_error
 -- A filter fragment: text in the last error (a scan of the rows the other fragments leave).
 last_error LIKE :error_like ESCAPE '!'

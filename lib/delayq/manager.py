@@ -263,6 +263,10 @@ class Manager:
         return self.bulk_purge(f, progress, batch).total
 
     # -- bulk actions: every job a filter matches, in batches ------------------
+    def newest_job_id(self) -> int:
+        """The id of the newest job (0: none): a bulk preview's snapshot is the jobs up to it."""
+        return self.store.max_job_id()
+
     def bulk_preview(self, action: str, f: JobFilter) -> BulkResult:
         """What bulk_<action> would do now ("retry", "cancel" or "purge"): counts per queue, a sample of ids."""
         scope = bulk.scoped(action, f.checked())

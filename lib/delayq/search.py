@@ -8,6 +8,7 @@ Results come in keyset pages (id below the last one seen): no OFFSET scans, boun
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -32,6 +33,8 @@ class JobFilter:
     time_field: str = "due"              # due, created or finished
     error: str | None = None             # text found in the last error (a scan: combine with other filters)
     timed_out: bool = False              # only jobs whose last attempt ran past its time limit (--status timed_out)
+    upto_id: int | None = None           # a preview's snapshot: jobs that existed then (id at most this)...
+    as_of: float | None = None           # ...and have not changed since (updated at or before this)
 
     def checked(self) -> "JobFilter":
         """The same filter with every field validated, or InvalidInput naming the field."""
@@ -45,6 +48,11 @@ class JobFilter:
             raise InvalidInput(f"--status {', '.join(sorted(bad))} is unknown: use {', '.join(STATUSES)}", "status")
         if self.time_field not in TIME_FIELDS:
             raise InvalidInput(f"time field {self.time_field!r} is unknown: use due, created or finished", "time_field")
+        if self.upto_id is not None and (isinstance(self.upto_id, bool) or not isinstance(self.upto_id, int)
+                                         or self.upto_id < 0):
+            raise InvalidInput(f"the preview's last id must be a whole number, not {self.upto_id!r}", "upto_id")
+        if self.as_of is not None and not math.isfinite(self.as_of):
+            raise InvalidInput("the preview's time must be a finite number of seconds", "as_of")
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise InvalidInput("--since must be before --until", "since")
         return replace(self, call=_text(self.call, "--call", 255), ext=validate.ext(self.ext, "--ext"),
@@ -60,13 +68,16 @@ class JobFilter:
                  f"ext prefix {self.ext_prefix!r}" if self.ext_prefix is not None else "",
                  f"{self.time_field} time from {_when(self.since)}" if self.since is not None else "",
                  f"{self.time_field} time before {_when(self.until)}" if self.until is not None else "",
-                 f"error containing {self.error!r}" if self.error else ""]
+                 f"error containing {self.error!r}" if self.error else "",
+                 f"as previewed (id up to {self.upto_id}, unchanged since {_when(self.as_of)})"
+                 if self.upto_id is not None and self.as_of is not None else ""]
         return ", ".join(part for part in parts if part) or "every job"
 
     @property
     def empty(self) -> bool:
-        """No field set: every job matches (a bulk action refuses this unless told otherwise)."""
-        return self == JobFilter(time_field=self.time_field)
+        """No field set: every job matches (a bulk action refuses this unless told otherwise). A preview's snapshot
+        alone does not count: it narrows a filter, it is not one."""
+        return replace(self, upto_id=None, as_of=None) == JobFilter(time_field=self.time_field)
 
 
 def _when(t: float) -> str:

@@ -256,6 +256,44 @@ def test_after_login_next_is_only_a_path_of_this_site(web, target):
     assert again.headers["Location"] == "/jobs?status=failed"       # a path of this site is kept
 
 
+def test_a_bulk_action_acts_on_the_jobs_its_preview_showed(web, clock):
+    """Issue 24: preview /bulk/cancel?ext_prefix=toctou: (10 jobs), enqueue 5 more matching jobs, click "Cancel 10
+    job(s)": 15 were cancelled. Right answer: the 10 the preview showed, less any that changed since (said so)."""
+    shown = [web.enqueue(NOOP, ext=f"toctou:{n}", delay=600).id for n in range(10)]
+    c = client(web)
+    page = get(c, "/bulk/cancel?ext_prefix=toctou:").get_data(as_text=True)
+    assert "Cancel 10 job(s)" in page
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
+    clock.advance(1)
+    later = [web.enqueue(NOOP, ext=f"toctou:late{n}", delay=600).id for n in range(5)]
+    web.run_now(shown[0])                           # one of the ten changed since the preview
+    done = post(c, "/bulk/cancel", **hidden)
+    assert done.status_code == 302
+    assert [web.get(job).status for job in shown] == ["pending"] + ["cancelled"] * 9
+    assert {web.get(job).status for job in later} == {"pending"}
+    message = get(c, done.headers["Location"]).get_data(as_text=True)
+    assert "1 of the 10 confirmed left alone: they changed since the preview" in message, message[-3000:]
+    audit = [r for r in web.actions() if r["action"] == "bulk_cancel"][0]
+    assert audit["jobs"] == 9 and "as previewed" in audit["target"]
+
+
+@pytest.mark.parametrize("before", ["nan", "inf", "-inf", "1e400", "soon"])
+def test_the_audit_page_refuses_a_time_that_is_not_one(web, before):
+    """Issue 24: /audit?before=nan (or inf, 1e400) answered 503 "MySQL ... failed". Right answer: 400 naming it."""
+    page = get(client(web), f"/audit?before={before}")
+    assert page.status_code == 400 and "before must be a time in seconds" in page.get_data(as_text=True)
+
+
+def test_pausing_a_queue_that_has_no_job_is_refused(web):
+    """Issue 24: pausing a queue that does not exist succeeded and added a phantom row."""
+    web.enqueue(NOOP, queue="sms", delay=600)
+    c = client(web)
+    done = post(c, "/queues/pause", csrf=csrf(c), queue="smss")
+    assert "queue &#39;smss&#39; has no job: nothing to pause" in get(c, done.headers["Location"]).get_data(as_text=True)
+    assert web.paused_queues() == {}
+    assert post(c, "/queues/pause", csrf=csrf(c), queue="sms").status_code == 302 and "sms" in web.paused_queues()
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding

@@ -44,6 +44,10 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_until", until=f.until)
     if f.error is not None:
         use("filter_error", error_like="%" + escape_like(f.error) + "%")
+    if f.upto_id is not None:
+        use("filter_upto_id", upto_id=f.upto_id)
+    if f.as_of is not None:
+        use("filter_as_of", as_of=f.as_of)
     return parts, params, {"time_column": TIME_FIELDS[f.time_field]}
 
 

@@ -6,6 +6,7 @@ confirmation page; only its form acts."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Callable
 
 from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
@@ -14,6 +15,7 @@ from .. import words
 from ..bulk import BulkResult
 from ..commands._filters import done_text, dry_text
 from ..errors import BackendError, DelayqError, InvalidInput, NotFound
+from ..search import JobFilter
 from . import forms
 from .display import as_params
 
@@ -74,15 +76,19 @@ def bulk_confirm(action: str) -> Any:
     check_action(action)
     if current_app.extensions["delayq.settings"].read_only:
         abort(403, "the dashboard runs read-only (--read-only): no bulk action")
-    preview, error = None, None
+    preview, error, snapshot = None, None, []
     try:
         f = forms.job_filter(request.args, manager().clock.now())
-        preview = manager().bulk_preview(action, f)
         described = f.describe()
+        # the jobs as they are now: the confirmation acts on these only (not on a filter run again later)
+        f = replace(f, upto_id=manager().newest_job_id(), as_of=manager().clock.now())
+        preview = manager().bulk_preview(action, f)
+        snapshot = [("upto_id", str(f.upto_id)), ("as_of", repr(f.as_of)), ("expected", str(preview.total))]
     except InvalidInput as exc:
         error, described = str(exc), ""
     return render_template("confirm.html", action=action, preview=preview, error=error, described=described,
-                           given=forms.fields(request.args), summary=dry_text(action, preview) if preview else "",
+                           given=forms.fields(request.args) + snapshot,
+                           summary=dry_text(action, preview) if preview else "",
                            back=url_for("jobs", **as_params(forms.fields(request.args)))), 400 if error else 200
 
 
@@ -92,6 +98,7 @@ def bulk_run(action: str) -> Any:
     back = url_for("jobs", **as_params(given))
     try:
         f = forms.job_filter(request.form, manager().clock.now())
+        expected = forms.count(request.form.get("expected"), "expected")     # what the preview showed
     except InvalidInput as exc:
         flash(str(exc), "error")
         return redirect(back)
@@ -99,7 +106,9 @@ def bulk_run(action: str) -> Any:
 
     def do() -> tuple[int, str]:
         result: BulkResult = getattr(manager(), f"bulk_{action}")(f)
-        return result.total, done_text(action, result) + _per_queue(result)
+        gone = expected - result.total if f.upto_id is not None and expected > result.total else 0
+        since = f" ({gone:,} of the {expected:,} confirmed left alone: they changed since the preview)" if gone else ""
+        return result.total, done_text(action, result) + _per_queue(result) + since
     return act(f"bulk_{action}", target, back, do)
 
 
@@ -108,6 +117,9 @@ def pause() -> Any:
     reason = (request.form.get("reason") or "").strip() or None
 
     def do() -> tuple[int, str]:
+        if queue and not manager().search(JobFilter(queues=(queue,)), limit=1):   # a typo: no phantom pause
+            raise InvalidInput(f"queue {queue[:64]!r} has no job: nothing to pause (the command line can pause a "
+                               "queue before its first job: delayq pause)", "queue")
         new = manager().pause(queue, reason)
         return 0, (f"paused queue {queue}" if new else f"queue {queue} was paused already") + (
             f" ({reason})" if reason else "") + ": runners stop claiming its jobs within a second"
@@ -125,11 +137,10 @@ def resume() -> Any:
 
 
 def audit_page() -> Any:
-    before = request.args.get("before")
     try:
-        at = float(before) if before else None
-    except ValueError:
-        abort(400, "before must be a time in epoch seconds")
+        at = forms.seconds(request.args.get("before"), "before")      # nan, inf, 1e400: refused, never sent on
+    except InvalidInput as exc:
+        abort(400, str(exc))
     rows = manager().actions(before=at, limit=100)
     return render_template("audit.html", rows=rows, more=rows[-1]["at"] if len(rows) == 100 else None)
 

@@ -4,6 +4,7 @@ checked once (InvalidInput naming the field). And back: a filter's fields for li
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 from werkzeug.datastructures import MultiDict
@@ -26,7 +27,8 @@ def job_filter(args: MultiDict, now: float) -> JobFilter:
     return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=statuses, timed_out=timed_out,
                      call=_one(args, "call"), ext=_one(args, "ext"), ext_prefix=_one(args, "ext_prefix"),
                      since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
-                     time_field=time_field, error=_one(args, "error")).checked()
+                     time_field=time_field, error=_one(args, "error"), upto_id=_int(args.get("upto_id"), "upto_id"),
+                     as_of=seconds(args.get("as_of"), "as_of")).checked()
 
 
 def fields(args: MultiDict) -> list[tuple[str, str]]:
@@ -63,6 +65,29 @@ def _ids(args: MultiDict) -> tuple[int, ...]:
         for part in value.replace(",", " ").split():
             found.append(_int(part.lstrip("#"), "id"))
     return tuple(found)
+
+
+def count(value: str | None, name: str) -> int:
+    """A count a form carries (0 when absent)."""
+    text = (value or "").strip()
+    if not text:
+        return 0
+    if not text.isdigit() or len(text) > 18:
+        raise InvalidInput(f"{name} must be a whole number, not {text[:20]!r}", name)
+    return int(text)
+
+
+def seconds(value: str | None, name: str) -> float | None:
+    """A time in epoch seconds, as a bulk confirmation carries its preview's; finite."""
+    if value is None or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        raise InvalidInput(f"{name} must be a time in seconds, not {value.strip()[:20]!r}", name) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidInput(f"{name} must be a time in seconds, not {value.strip()[:20]!r}", name)
+    return seconds
 
 
 def _int(value: str | None, name: str) -> int | None:
