@@ -294,6 +294,19 @@ def test_pausing_a_queue_that_has_no_job_is_refused(web):
     assert post(c, "/queues/pause", csrf=csrf(c), queue="sms").status_code == 302 and "sms" in web.paused_queues()
 
 
+def test_no_next_page_link_when_the_results_end_on_a_full_page(web):
+    """Issue 24: "Next page" led to an empty page when the matches were a multiple of the page size."""
+    for n in range(6):
+        web.enqueue(NOOP, ext=f"page:{n}", delay=600)
+    c = client(web)
+    assert 'id="next-page"' in get(c, "/jobs?ext_prefix=page:&limit=5").get_data(as_text=True)    # 6: a next page
+    page = get(c, "/jobs?ext_prefix=page:&limit=6").get_data(as_text=True)
+    assert page.count('href="/jobs/') >= 6 and 'id="next-page"' not in page       # exactly a page: no link to nothing
+    second = get(c, "/jobs?ext_prefix=page:&limit=3").get_data(as_text=True)
+    last = re.search(r'id="next-page" href="([^"]+)"', second).group(1).replace("&amp;", "&")
+    assert 'id="next-page"' not in get(c, last).get_data(as_text=True)          # the second of two full pages
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding

@@ -41,6 +41,15 @@ def test_chart_stacks_outcomes_per_minute_on_a_round_scale():
     assert fail.title.endswith(": 2 failures") and chart.x_ticks[-1][2] == "end"
 
 
+@pytest.mark.parametrize("peak", [7, 9_999, 12_000, 99_000, 100_000, 180_000, 2_400_000, 900_000_000])
+def test_the_charts_axis_labels_fit_its_margin(peak):
+    """Issue 24: the chart's top label was clipped ("00,000" for 100,000 attempts a minute)."""
+    chart = charts.per_minute(T, {"succeeded": [peak] + [0] * 60}, 60)
+    labels = [label for _, label in chart.y_ticks]
+    assert all(len(label) <= 5 for label in labels), labels
+    assert labels[0] == "0" and labels[-1] == charts.compact(charts.nice_ceiling(peak))
+
+
 @pytest.mark.parametrize("host, local", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
                                          ("localhost", True), ("0.0.0.0", False), ("::", False),
                                          ("192.168.1.5", False), ("dash.example", False)])

@@ -64,12 +64,23 @@ def per_minute(start: float, series: dict[str, list[int]], minutes: int) -> Char
             base -= h
             chart.bars.append(Bar(round(x, 1), round(base, 1), round(max(slot - 1, 1), 1), round(h, 1), css,
                                   f"{label}: {n:,} {name}"))
-    chart.y_ticks = [(round(top + height * (1 - f), 1), f"{round(peak * f):,}") for f in (0, 0.5, 1)]
+    chart.y_ticks = [(round(top + height * (1 - f), 1), compact(round(peak * f))) for f in (0, 0.5, 1)]
     step = max(1, minutes // 4)
     chart.x_ticks = [(round(left + m * slot + (slot if m == minutes else 0), 1),
                       datetime.fromtimestamp(start + m * 60).astimezone().strftime("%H:%M"),
                       "end" if m == minutes else "start") for m in range(0, columns, step)]
     return chart
+
+
+def compact(n: int) -> str:
+    """An axis label that fits the chart's left margin (five characters at most): 9,999, 25k, 100k, 2.5M, 1G."""
+    if n >= 1_000_000_000:
+        return f"{n / 1_000_000_000:.3g}G"
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.3g}M"
+    if n >= 10_000:
+        return f"{n / 1000:.3g}k"
+    return f"{n:,}"
 
 
 def nice_ceiling(n: int) -> int:

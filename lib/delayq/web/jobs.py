@@ -22,8 +22,9 @@ def search() -> Any:
     try:
         f = forms.job_filter(request.args, now)
         before, limit = forms.page(request.args)
-        rows = manager.search(f, before=before, limit=limit)
-        more = rows[-1]["id"] if len(rows) == limit else None
+        rows = manager.search(f, before=before, limit=min(limit + 1, forms.MAX_PAGE + 1))   # one more: is there a next?
+        more = rows[limit - 1]["id"] if len(rows) > limit else None
+        rows = rows[:limit]
     except InvalidInput as exc:
         error = str(exc)
     given = forms.fields(request.args)
