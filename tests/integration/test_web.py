@@ -402,3 +402,5 @@ def test_search_pages_by_keyset_and_reports_bad_input(web):
     bad = get(c, "/jobs?since=yesterday-ish")
     assert bad.status_code == 400 and "since" in bad.get_data(as_text=True)
     assert get(c, "/jobs?status=lost").status_code == 400
+    long = get(c, "/jobs?ext_prefix=" + "k" * 8000).get_data(as_text=True)      # issue 24: no CLI flag names
+    assert "&#39;Business key starts with&#39; is 8000 characters long" in long and "--ext" not in long

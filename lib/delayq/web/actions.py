@@ -38,7 +38,7 @@ def act(action: str, target: str, back: str, do: Callable[[], tuple[int, str]]) 
         raise
     except DelayqError as exc:
         audit(action, target, 0, f"refused: {exc}")
-        flash(str(exc), "error")
+        flash(forms.in_page_words(str(exc)), "error")
         return redirect(back)
     audit(action, target, jobs, text)
     flash(text, "ok")
@@ -85,7 +85,7 @@ def bulk_confirm(action: str) -> Any:
         preview = manager().bulk_preview(action, f)
         snapshot = [("upto_id", str(f.upto_id)), ("as_of", repr(f.as_of)), ("expected", str(preview.total))]
     except InvalidInput as exc:
-        error, described = str(exc), ""
+        error, described = forms.in_page_words(str(exc)), ""
     return render_template("confirm.html", action=action, preview=preview, error=error, described=described,
                            given=forms.fields(request.args) + snapshot,
                            summary=dry_text(action, preview) if preview else "",
@@ -100,7 +100,7 @@ def bulk_run(action: str) -> Any:
         f = forms.job_filter(request.form, manager().clock.now())
         expected = forms.count(request.form.get("expected"), "expected")     # what the preview showed
     except InvalidInput as exc:
-        flash(str(exc), "error")
+        flash(forms.in_page_words(str(exc)), "error")
         return redirect(back)
     target = f"filter: {f.describe()}"
 

@@ -5,6 +5,7 @@ checked once (InvalidInput naming the field). And back: a filter's fields for li
 from __future__ import annotations
 
 import math
+import re
 from typing import Mapping
 
 from werkzeug.datastructures import MultiDict
@@ -14,6 +15,11 @@ from ..commands._filters import when as time_value     # the CLI's reading of --
 from ..errors import InvalidInput
 from ..search import TIME_FIELDS, JobFilter
 
+# The command line's flags, as a message from the shared rules names them, and the search form's labels for them.
+LABELS = {"--ext-prefix": "'Business key starts with'", "--ext": "'Business key is'", "--id": "'Id'",
+          "--call": "'Callable'", "--queue": "'Queue'", "--status": "'Status'", "--since": "'from'",
+          "--until": "'before'", "--error": "'Error contains'", "--reason": "the reason"}
+FLAG = re.compile(r"--(?:ext-prefix|ext|id|call|queue|status|since|until|error|reason)\b")
 FIELDS = ("id", "queue", "status", "call", "ext", "ext_prefix", "time", "since", "until", "error", "limit")
 MAX_PAGE = 200
 
@@ -29,6 +35,12 @@ def job_filter(args: MultiDict, now: float) -> JobFilter:
                      since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
                      time_field=time_field, error=_one(args, "error"), upto_id=_int(args.get("upto_id"), "upto_id"),
                      as_of=seconds(args.get("as_of"), "as_of")).checked()
+
+
+def in_page_words(message: str) -> str:
+    """A message of the shared rules (which name the command line's flags: "--ext-prefix is 8000 characters
+    long") in the dashboard's words: the search form's labels."""
+    return FLAG.sub(lambda m: LABELS[m.group(0)], message)
 
 
 def fields(args: MultiDict) -> list[tuple[str, str]]:

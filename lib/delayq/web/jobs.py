@@ -26,7 +26,7 @@ def search() -> Any:
         more = rows[limit - 1]["id"] if len(rows) > limit else None
         rows = rows[:limit]
     except InvalidInput as exc:
-        error = str(exc)
+        error = forms.in_page_words(str(exc))
     given = forms.fields(request.args)
     return render_template("jobs.html", rows=rows, error=error, now=now, given=given, more=more,
                            described=f.describe(), filtered=not f.empty, args=request.args, statuses=words.FILTER_WORDS,
