@@ -241,6 +241,29 @@ def test_overview_shows_a_live_runner_with_its_job_and_the_chart(browser, site, 
             runner.wait()
 
 
+def test_dark_mode_follows_the_system_setting(browser, site):
+    """Issue 24: no dark mode. The pages follow prefers-color-scheme (no switch to keep, no script): the overview
+    and a failed job's page, with the system set to dark, are light text on a dark ground."""
+    failed = site.manager.enqueue(FLAKY, {"order_id": 9, "fail_times": 1}, ext="order:dark", max_attempts=1).id
+    assert site.run_due()["failed"] == 1
+
+    def ground(d) -> tuple[int, ...]:
+        color = d.execute_script("return getComputedStyle(document.body).backgroundColor")
+        return tuple(int(part) for part in color[color.index("(") + 1:color.index(")")].split(",")[:3])
+    try:
+        for scheme in ("dark", "light"):
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                    {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            for path, name in (("/", "overview"), (f"/jobs/{failed}", "job")):
+                site.open(browser, path)
+                until(browser, lambda d: d.find_elements("css selector", "header.top"))
+                assert (sum(ground(browser)) < 120) == (scheme == "dark"), (scheme, path, ground(browser))
+                if scheme == "dark":
+                    screenshot(browser, site, f"{name}-dark")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
 def test_a_post_without_the_csrf_token_is_refused(site):
     job = site.manager.enqueue(NOOP, delay=3600).id
     with requests.Session() as http:
