@@ -307,6 +307,25 @@ def test_no_next_page_link_when_the_results_end_on_a_full_page(web):
     assert 'id="next-page"' not in get(c, last).get_data(as_text=True)          # the second of two full pages
 
 
+def test_retrying_or_cancelling_an_at_most_once_job_asks_first(web, tmp_path):
+    """Issue 24: one click retried or cancelled an at-most-once job (a refund, a gift) with no confirmation."""
+    failed = web.enqueue("examples.shop:charge", {"path": str(tmp_path / "charge.log"), "fail": True}).id
+    pending = web.enqueue("examples.shop:charge", {"path": str(tmp_path / "charge.log")}, delay=600).id
+    ordinary = web.enqueue(NOOP, delay=600).id
+    run(web)
+    c = client(web)
+    token = csrf(c)
+    for job, verb in ((failed, "retry"), (pending, "cancel")):
+        before = web.get(job).status
+        asked = post(c, f"/jobs/{job}/{verb}", csrf=token)
+        assert asked.status_code == 200 and "runs at most once" in asked.get_data(as_text=True)
+        assert 'name="confirmed" value="yes"' in asked.get_data(as_text=True) and web.get(job).status == before
+        assert post(c, f"/jobs/{job}/{verb}", csrf=token, confirmed="yes").status_code == 302
+        assert web.get(job).status == ("pending" if verb == "retry" else "cancelled")
+    assert post(c, f"/jobs/{ordinary}/cancel", csrf=token).status_code == 302      # an ordinary job: one click
+    assert web.get(ordinary).status == "cancelled"
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding
@@ -349,7 +368,10 @@ def test_job_actions_retry_a_step_run_now_and_bulk_with_confirmation_are_audited
     token = csrf(c)
     page = get(c, f"/jobs/{gift}").get_data(as_text=True)
     assert "Retry step charge_user only" in page and "manual (at most once)" in page
-    assert post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user").status_code == 302
+    asked = post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user")     # issue 24: a manual step asks first
+    assert asked.status_code == 200 and "is a manual step" in asked.get_data(as_text=True)
+    assert web.get(gift).status == "failed"
+    assert post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user", confirmed="yes").status_code == 302
     assert web.get(gift).status == "pending"
     later = web.enqueue(NOOP, queue="sms", delay=3600).id
     clock.advance(1)

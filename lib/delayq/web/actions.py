@@ -45,9 +45,33 @@ def act(action: str, target: str, back: str, do: Callable[[], tuple[int, str]]) 
     return redirect(back)
 
 
+def confirmation(job_id: int, verb: str, step: str | None = None) -> Any:
+    """The page that asks first, for a job whose second run could do harm (it runs at most once: a refund, a
+    gift) and for a manual step (a person's work): None when the form says it was confirmed, or nothing asks."""
+    if request.form.get("confirmed") == "yes":
+        return None
+    job = manager().get(job_id)
+    if job is None:
+        return None                        # the verb says what is wrong
+    if step and any(s.name == step and s.mode == "manual" for s in manager().steps(job_id)):
+        why = (f"Step {step} of job {job_id} is a manual step: a person's work. Retrying it runs it again: check "
+               "that it did not take effect (or that doing it twice is harmless) first.")
+    elif job.at_most_once and not step:
+        why = (f"Job {job_id} runs at most once: a second run could pay or send twice. " + (
+            "Check that its last run did not take effect (the payment, the message) before retrying it." if
+            verb == "retry" else "Cancelling it means it never runs: make sure nothing waits for it."))
+    else:
+        return None
+    return render_template("confirm_job.html", job=job, verb=verb, step=step, why=why,
+                           action=url_for(verb, job_id=job_id), back=url_for("job", job_id=job_id))
+
+
 def retry(job_id: int) -> Any:
     step = request.form.get("step") or None
     target = f"job {job_id}" + (f" step {step}" if step else "")
+    asked = confirmation(job_id, "retry", step)
+    if asked is not None:
+        return asked
 
     def do() -> tuple[int, str]:
         ids = manager().retry(job_id=job_id, step=step)
@@ -56,6 +80,10 @@ def retry(job_id: int) -> Any:
 
 
 def cancel(job_id: int) -> Any:
+    asked = confirmation(job_id, "cancel")
+    if asked is not None:
+        return asked
+
     def do() -> tuple[int, str]:
         result = manager().cancel(job_id=job_id)
         if not result.cancelled:
