@@ -415,6 +415,11 @@ ext LIKE :ext_like ESCAPE '!'
 -- A filter fragment: a time before :until.
 {time_column} < :until
 
+-- name: filter_arg
+-- A filter fragment: one argument of the job (a top-level key of its JSON args, :path is '$."key"') equal to a
+-- value, compared as text (a scan of the rows the other fragments leave). (Per dialect.)
+JSON_UNQUOTE(JSON_EXTRACT(args, :path)) = :value
+
 -- name: filter_upto_id
 -- A filter fragment: jobs that existed when a bulk action was previewed.
 id <= :upto_id

@@ -9,6 +9,7 @@ Results come in keyset pages (id below the last one seen): no OFFSET scans, boun
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from .jobs import STATUSES
 
 TIME_FIELDS = {"due": "due_at", "created": "created_at", "finished": "finished_at"}
 MAX_PAGE = 10_000
+ARG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class JobFilter:
     time_field: str = "due"              # due, created or finished
     error: str | None = None             # text found in the last error (a scan: combine with other filters)
     timed_out: bool = False              # only jobs whose last attempt ran past its time limit (--status timed_out)
+    arg: tuple[str, str] | None = None   # (key, value): a top-level argument equal to value, as text (a scan)
     upto_id: int | None = None           # a preview's snapshot: jobs that existed then (id at most this)...
     as_of: float | None = None           # ...and have not changed since (updated at or before this)
 
@@ -48,6 +51,11 @@ class JobFilter:
             raise InvalidInput(f"--status {', '.join(sorted(bad))} is unknown: use {', '.join(STATUSES)}", "status")
         if self.time_field not in TIME_FIELDS:
             raise InvalidInput(f"time field {self.time_field!r} is unknown: use due, created or finished", "time_field")
+        if self.arg is not None:
+            key, value = self.arg
+            if not ARG_KEY.fullmatch(key or ""):
+                raise InvalidInput(f"an argument's name is letters, digits and _ (64 at most), not {key[:70]!r}", "arg")
+            _text(value, "the argument's value", 200)
         if self.upto_id is not None and (isinstance(self.upto_id, bool) or not isinstance(self.upto_id, int)
                                          or self.upto_id < 0):
             raise InvalidInput(f"the preview's last id must be a whole number, not {self.upto_id!r}", "upto_id")
@@ -69,6 +77,7 @@ class JobFilter:
                  f"{self.time_field} time from {_when(self.since)}" if self.since is not None else "",
                  f"{self.time_field} time before {_when(self.until)}" if self.until is not None else "",
                  f"error containing {self.error!r}" if self.error else "",
+                 f"argument {self.arg[0]} = {self.arg[1]!r}" if self.arg is not None else "",
                  f"as previewed (id up to {self.upto_id}, unchanged since {_when(self.as_of)})"
                  if self.upto_id is not None and self.as_of is not None else ""]
         return ", ".join(part for part in parts if part) or "every job"
@@ -82,6 +91,16 @@ class JobFilter:
 
 def _when(t: float) -> str:
     return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+
+def arg_filter(text: str | None, label: str) -> tuple[str, str] | None:
+    """'order_id=123' (a form's field, a flag's value) as JobFilter.arg; `label` names it in the error."""
+    if text is None:
+        return None
+    key, eq, value = text.partition("=")
+    if not eq:
+        raise InvalidInput(f"{label} is name=value, e.g. order_id=123, not {text[:40]!r}", "arg")
+    return key.strip(), value.strip()
 
 
 def _text(value: str | None, field_name: str, limit: int) -> str | None:

@@ -36,3 +36,7 @@ WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit)
 SELECT id, queue, ext, callable, args, attempts, max_attempts, ladder, due_at, deadline, priority, at_most_once,
   lease_until, lease_seconds, timeout_seconds, crashes, on_timeout, claim_token, solo
 FROM {jobs} WHERE id IN (:ids) AND claim_token = :token
+
+-- name: filter_arg
+-- One argument equal to a value, compared as text (json_extract gives a number as a number: cast to text).
+CAST(json_extract(args, :path) AS TEXT) = :value

@@ -500,6 +500,23 @@ def test_search_pages_by_key_with_every_filter(store):
     assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]
 
 
+def test_search_by_one_argument_compares_its_value_as_text(store):
+    """Issue 24: search by arguments. A top-level key of the JSON args equal to a value, a number or a string alike;
+    a key with a quote or a dot in it is refused (it would be a path), and the snapshot of a bulk preview narrows."""
+    from delayq.search import JobFilter
+    args = ['{"order_id": 123, "who": "ann"}', '{"order_id": "123"}', '{"order_id": 1234}', '{"who": "bob"}',
+            '{"nested": {"order_id": 123}}', '{"note": "it\'s \\"quoted\\""}']
+    ids = [r.id for r in store.insert_jobs([spec(args_json=a) for a in args], NOW)]
+    by = lambda key, value: sorted(r["id"] for r in store.search(JobFilter(arg=(key, value)), None, 100))  # noqa: E731
+    assert by("order_id", "123") == [ids[0], ids[1]]
+    assert by("who", "bob") == [ids[3]] and by("who", "carl") == [] and by("note", 'it\'s "quoted"') == [ids[5]]
+    assert sorted(store.count(JobFilter(arg=("order_id", "1234")))) == [("default", "pending", 1)]
+    for bad in ('order_id"', "nested.order_id", "$", ""):
+        with pytest.raises(InvalidInput, match="an argument's name"):
+            JobFilter(arg=(bad, "1")).checked()
+    assert [r["id"] for r in store.search(JobFilter(arg=("order_id", "123"), upto_id=ids[0]), None, 10)] == [ids[0]]
+
+
 def test_a_wrong_connection_is_named_in_one_line_and_writes_nothing(store, tmp_path):
     """connection= given a cursor, another driver's connection, or a connection to a database without delayq's
     tables: InvalidInput naming what was expected (not an AttributeError or a raw 1146)."""

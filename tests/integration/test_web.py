@@ -326,6 +326,18 @@ def test_retrying_or_cancelling_an_at_most_once_job_asks_first(web, tmp_path):
     assert web.get(ordinary).status == "cancelled"
 
 
+def test_search_by_an_argument_and_bulk_on_it(web, clock):
+    """Issue 24: no search by arguments. 'Argument' takes name=value."""
+    mine = web.enqueue(RECORD, {"path": "/dev/null", "tag": "order-77"}, delay=600).id
+    web.enqueue(RECORD, {"path": "/dev/null", "tag": "order-78"}, delay=600)
+    c = client(web)
+    page = get(c, "/jobs?arg=tag%3Dorder-77").get_data(as_text=True)
+    assert re.findall(r'class="job-link">(\d+)<', page) == [str(mine)] and "argument tag = &#39;order-77&#39;" in page
+    assert "Cancel 1 job(s)" in get(c, "/bulk/cancel?arg=tag%3Dorder-77").get_data(as_text=True)
+    bad = get(c, "/jobs?arg=order-77")
+    assert bad.status_code == 400 and "&#39;Argument&#39; is name=value" in bad.get_data(as_text=True)
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding

@@ -13,7 +13,7 @@ from tqdm import tqdm
 from .. import cli, jobs, validate, words
 from ..bulk import SAMPLE, BulkResult
 from ..errors import InvalidInput, NotFound
-from ..search import TIME_FIELDS, JobFilter
+from ..search import TIME_FIELDS, JobFilter, arg_filter
 
 CONFIRM_ABOVE = 100
 _AGO_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[smhd])(\s+ago)?\s*$")      # 2h, or 2h ago (the help's own form)
@@ -37,6 +37,8 @@ def add_filter_flags(p: argparse.ArgumentParser, older_than: bool = False) -> No
     g.add_argument("--time", choices=tuple(TIME_FIELDS), help="which time --since/--until look at (default due"
                                                               + (", finished with --older-than)" if older_than else ")"))
     g.add_argument("--error", help="text found in the last error (a scan: combine it with other filters on big tables)")
+    g.add_argument("--arg", metavar="NAME=VALUE", help="an argument of the job equal to this, as text (order_id=123; "
+                                                       "a scan: combine it with other filters on big tables)")
     if older_than:
         g.add_argument("--older-than", help="finished more than this long ago: 3d, 12h, 3600 (= --until AGE --time finished)")
 
@@ -56,7 +58,8 @@ def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
     statuses, timed_out = words.status_filter(args.status)
     return JobFilter(ids=tuple(args.id or ()), queues=tuple(args.queue or ()), statuses=statuses, call=args.call,
                      ext=args.ext, ext_prefix=args.ext_prefix, since=when(args.since, "--since", now), until=until,
-                     time_field=time_field, error=args.error, timed_out=timed_out).checked()
+                     time_field=time_field, error=args.error, timed_out=timed_out, arg=arg_filter(args.arg, "--arg")).checked()
+
 
 
 def when(value: str | None, flag: str, now: float) -> float | None:

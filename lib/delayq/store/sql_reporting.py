@@ -44,6 +44,8 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_until", until=f.until)
     if f.error is not None:
         use("filter_error", error_like="%" + escape_like(f.error) + "%")
+    if f.arg is not None:
+        use("filter_arg", path='$."' + f.arg[0] + '"', value=f.arg[1])
     if f.upto_id is not None:
         use("filter_upto_id", upto_id=f.upto_id)
     if f.as_of is not None:

@@ -13,14 +13,14 @@ from werkzeug.datastructures import MultiDict
 from .. import words
 from ..commands._filters import when as time_value     # the CLI's reading of --since/--until
 from ..errors import InvalidInput
-from ..search import TIME_FIELDS, JobFilter
+from ..search import TIME_FIELDS, JobFilter, arg_filter
 
 # The command line's flags, as a message from the shared rules names them, and the search form's labels for them.
 LABELS = {"--ext-prefix": "'Business key starts with'", "--ext": "'Business key is'", "--id": "'Id'",
           "--call": "'Callable'", "--queue": "'Queue'", "--status": "'Status'", "--since": "'from'",
           "--until": "'before'", "--error": "'Error contains'", "--reason": "the reason"}
 FLAG = re.compile(r"--(?:ext-prefix|ext|id|call|queue|status|since|until|error|reason)\b")
-FIELDS = ("id", "queue", "status", "call", "ext", "ext_prefix", "time", "since", "until", "error", "limit")
+FIELDS = ("id", "queue", "status", "call", "ext", "ext_prefix", "time", "since", "until", "error", "arg", "limit")
 MAX_PAGE = 200
 
 
@@ -33,7 +33,7 @@ def job_filter(args: MultiDict, now: float) -> JobFilter:
     return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=statuses, timed_out=timed_out,
                      call=_one(args, "call"), ext=_one(args, "ext"), ext_prefix=_one(args, "ext_prefix"),
                      since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
-                     time_field=time_field, error=_one(args, "error"), upto_id=_int(args.get("upto_id"), "upto_id"),
+                     time_field=time_field, error=_one(args, "error"), arg=arg_filter(_one(args, "arg"), "'Argument'"), upto_id=_int(args.get("upto_id"), "upto_id"),
                      as_of=seconds(args.get("as_of"), "as_of")).checked()
 
 
