@@ -369,6 +369,10 @@ SELECT id, queue, status FROM {jobs} {by_id} WHERE {where} AND id < :before ORDE
 -- How many jobs match a filter, per queue and status.
 SELECT queue, status, COUNT(*) FROM {jobs} WHERE {where} GROUP BY queue, status
 
+-- name: count_upto
+-- How many jobs match a filter, counting no further than :most (a search page's total stays cheap on big tables).
+SELECT COUNT(*) FROM (SELECT 1 FROM {jobs} WHERE {where} LIMIT :most) AS upto
+
 -- name: filter_attempts_of
 -- A filter fragment on attempts: those of some jobs.
 job_id IN (:ids)

@@ -427,6 +427,10 @@ class Manager:
         """(queue, status, how many) for the jobs matching `f`."""
         return self.store.count(f.checked())
 
+    def count_upto(self, f: JobFilter, most: int = 10_000) -> int:
+        """How many jobs match `f`, counting no further than `most` (a page's total: "more than 10,000")."""
+        return self.store.count_upto(f.checked(), most)
+
     def stats(self, since: float) -> tuple[float, list[tuple]]:
         """(now, rows of ReportStore.stats) with `since` seconds back as the recent window."""
         now = self.clock.now()

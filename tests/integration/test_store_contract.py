@@ -511,6 +511,7 @@ def test_search_by_one_argument_compares_its_value_as_text(store):
     assert by("order_id", "123") == [ids[0], ids[1]]
     assert by("who", "bob") == [ids[3]] and by("who", "carl") == [] and by("note", 'it\'s "quoted"') == [ids[5]]
     assert sorted(store.count(JobFilter(arg=("order_id", "1234")))) == [("default", "pending", 1)]
+    assert [store.count_upto(JobFilter(call="examples.shop:"), most) for most in (1, 3, 100)] == [1, 3, len(args)]
     for bad in ('order_id"', "nested.order_id", "$", ""):
         with pytest.raises(InvalidInput, match="an argument's name"):
             JobFilter(arg=(bad, "1")).checked()

@@ -338,6 +338,18 @@ def test_search_by_an_argument_and_bulk_on_it(web, clock):
     assert bad.status_code == 400 and "&#39;Argument&#39; is name=value" in bad.get_data(as_text=True)
 
 
+def test_a_search_shows_how_many_jobs_match_counted_up_to_a_bound(web, monkeypatch):
+    """Issue 24: no total count of matches."""
+    from delayq.web import jobs as pages
+    for n in range(7):
+        web.enqueue(NOOP, ext=f"total:{n}", delay=600)
+    c = client(web)
+    assert '<strong id="total">7 job(s) match</strong>' in get(c, "/jobs?ext_prefix=total:&limit=2").get_data(as_text=True)
+    monkeypatch.setattr(pages, "TOTAL_UPTO", 5)        # the bound, made small: the count stops there
+    assert "more than 5 job(s) match" in get(c, "/jobs?ext_prefix=total:").get_data(as_text=True)
+    assert 'id="total"' not in get(c, "/jobs").get_data(as_text=True)     # no filter: no count of the whole table
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding

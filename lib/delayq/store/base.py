@@ -320,6 +320,10 @@ class ReportStore(ABC):
         """(queue, status, how many) of the jobs matching the filter."""
 
     @abstractmethod
+    def count_upto(self, f: "JobFilter", most: int) -> int:
+        """How many jobs match the filter, `most` at most (it stops counting there)."""
+
+    @abstractmethod
     def recent_attempts(self, minute: float, hour: float) -> list[tuple]:
         """Rows (queue, outcome, attempts finished since `hour`, of them since `minute`, average and maximum
         lateness in seconds): attempts, not current statuses, so a retried job's failure still counts."""

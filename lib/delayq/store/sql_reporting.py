@@ -81,6 +81,12 @@ class ReportingSql:
             cur.execute(*self.q.compose("count_jobs", parts, tokens, **params))
             return [(queue, status, int(n)) for queue, status, n in cur.fetchall()]
 
+    def count_upto(self, f: JobFilter, most: int) -> int:
+        parts, params, tokens = where(f)
+        with self.tx(write=False) as cur:
+            cur.execute(*self.q.compose("count_upto", parts, tokens, most=most, **params))
+            return int(cur.fetchone()[0])
+
     def stats(self, now: float, since: float) -> list[tuple]:
         with self.tx(write=False) as cur:
             return [tuple(row) for row in self.run(cur, "stats", now=now, since=since).fetchall()]

@@ -14,21 +14,25 @@ from ..jobs import FAILED, PENDING
 from ..search import JobFilter
 from . import display, forms
 
+TOTAL_UPTO = 10_000     # a search's total is counted this far at most (a bounded read however big the table)
+
 
 def search() -> Any:
     manager = current_app.extensions["delayq"]
     now = manager.clock.now()
-    error, rows, f, more = None, [], JobFilter(), None
+    error, rows, f, more, total = None, [], JobFilter(), None, None
     try:
         f = forms.job_filter(request.args, now)
         before, limit = forms.page(request.args)
         rows = manager.search(f, before=before, limit=min(limit + 1, forms.MAX_PAGE + 1))   # one more: is there a next?
         more = rows[limit - 1]["id"] if len(rows) > limit else None
         rows = rows[:limit]
+        total = manager.count_upto(f, TOTAL_UPTO + 1) if not f.empty else None   # "more than 10,000" past that
     except InvalidInput as exc:
         error = forms.in_page_words(str(exc))
     given = forms.fields(request.args)
-    return render_template("jobs.html", rows=rows, error=error, now=now, given=given, more=more,
+    return render_template("jobs.html", rows=rows, error=error, now=now, given=given, more=more, total=total,
+                           total_upto=TOTAL_UPTO,
                            described=f.describe(), filtered=not f.empty, args=request.args, statuses=words.FILTER_WORDS,
                            time_fields=("due", "created", "finished"),
                            first_page=bool(request.args.get("before"))), 400 if error else 200
