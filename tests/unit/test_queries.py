@@ -31,7 +31,8 @@ def test_overrides_are_few_and_name_only_shared_queries():
     for dialect in ("mysql", "sqlite"):
         overrides = queries.parse((queries.sql_dir() / dialect / "queries.sql").read_text())
         assert set(overrides) <= set(queries.parse((queries.sql_dir() / "queries.sql").read_text()))
-        assert len(overrides) <= 5, sorted(overrides)
+        # 6: reading one JSON value as text differs too (MySQL/MariaDB's JSON_UNQUOTE, SQLite's typed json_extract)
+        assert len(overrides) <= 6, sorted(overrides)
 
 
 def test_named_parameters_and_list_expansion_in_both_styles():
