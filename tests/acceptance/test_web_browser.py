@@ -182,6 +182,24 @@ def test_bulk_cancel_by_filter_with_the_count_and_a_confirmation(browser, site):
     assert "bulk_cancel" in row and prefix in row and "127.0.0.1" in row
 
 
+def test_tick_rows_of_a_search_and_cancel_just_those(browser, site):
+    """Issue 24: pick rows by checkbox for a bulk action (no script: the ticked ids go to the same preview)."""
+    prefix = f"tick{secrets.token_hex(3)}:"
+    ids = [site.manager.enqueue(NOOP, queue="promo", ext=f"{prefix}{i}", delay=3600).id for i in range(5)]
+    site.open(browser, f"/jobs?ext_prefix={prefix}")
+    until(browser, lambda d: len(d.find_elements("css selector", "input.pick")) == 5)
+    assert "5 job(s) match" in text_of(browser, "total")
+    for job in ids[1:3]:
+        browser.find_element("css selector", f'input.pick[value="{job}"]').click()
+    screenshot(browser, site, "jobs-selection")
+    browser.find_element("id", "pick-cancel").click()
+    until(browser, lambda d: d.find_elements("id", "preview"))
+    assert browser.find_element("id", "confirm").text == "Cancel 2 job(s)"
+    browser.find_element("id", "confirm").click()
+    until(browser, lambda d: "cancelled 2 job(s)" in flash(d))
+    assert [site.manager.get(j).status for j in ids] == ["pending", "cancelled", "cancelled", "pending", "pending"]
+
+
 def test_pause_a_queue_and_see_a_runner_skip_it(browser, site):
     queue = f"sms{secrets.token_hex(3)}"
     job = site.manager.enqueue(NOOP, queue=queue).id

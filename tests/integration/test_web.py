@@ -350,6 +350,23 @@ def test_a_search_shows_how_many_jobs_match_counted_up_to_a_bound(web, monkeypat
     assert 'id="total"' not in get(c, "/jobs").get_data(as_text=True)     # no filter: no count of the whole table
 
 
+def test_ticked_rows_go_to_a_bulk_preview_of_those_jobs_only(web):
+    """Issue 24: no picking rows by checkbox for a bulk action."""
+    ids = [web.enqueue(NOOP, ext=f"tick:{n}", delay=600).id for n in range(4)]
+    c = client(web)
+    page = get(c, "/jobs?ext_prefix=tick:").get_data(as_text=True)
+    assert all(f'name="id" value="{job}"' in page for job in ids) and 'id="pick-cancel"' in page
+    assert 'class="pick"' not in get(client(web, read_only=True), "/jobs?ext_prefix=tick:").get_data(as_text=True)
+    confirm = get(c, f"/bulk/cancel?id={ids[0]}&id={ids[2]}").get_data(as_text=True)
+    assert "Cancel 2 job(s)" in confirm
+    hidden = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', confirm)
+    form = {}
+    for name, value in hidden:
+        form.setdefault(name, []).append(value)
+    assert post(c, "/bulk/cancel", **form).status_code == 302
+    assert [web.get(job).status for job in ids] == ["cancelled", "pending", "cancelled", "pending"]
+
+
 def test_without_a_password_only_loopback_host_names_are_served(web):
     c = client(web)
     assert c.get("/", base_url="http://evil.example:8080").status_code == 400     # DNS rebinding
