@@ -160,6 +160,8 @@ def _maintenance_and_reports(store) -> None:
                            ext_prefix=None, since=NOW - 1, until=NOW + 1, time_field="due")
     assert [j["id"] for j in store.search(everything, None, 10)] == [kept.id]
     assert store.count(JobFilter(call="examples.", ext="u", error="x")) == []
+    snapshot = JobFilter(ids=(kept.id,), arg=("k", "v"), upto_id=kept.id, as_of=NOW + 1)
+    assert store.count(snapshot) == [] and store.count_upto(JobFilter(ids=(kept.id,), upto_id=kept.id), 5) == 1
     assert store.search_keys(JobFilter(statuses=(PENDING,), timed_out=True), None, 10, by_id=True) == []
     assert sorted(store.count(JobFilter(ext_prefix="o:"))) == [("default", "cancelled", 1), ("default", PENDING, 1)]
     assert store.list_jobs(PENDING, "o", None, 5)[0]["id"] == kept.id
