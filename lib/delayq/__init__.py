@@ -26,13 +26,13 @@ from .events import on
 from .manager import Manager
 from .pull import Message, Queue
 from .registry import job
+from .version import __version__ as __version__  # re-exported: delayq.__version__
 
 __all__ = [
     "BackendError", "CallableRefused", "Client", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
     "Manager", "Message", "NotFound", "Queue", "Permanent", "SchemaError", "Snooze", "configure", "connect",
     "current_job", "default_client", "emit", "job", "on", "open_manager",
 ]
-__version__ = "0.2.0"
 
 
 def emit(code: str, data=None, delay=None, ext: str | None = None):

@@ -21,7 +21,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from . import __version__, webhook
+from . import webhook
+from .version import __version__
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
