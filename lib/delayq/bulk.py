@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 
 from . import words
 from .errors import InvalidInput
-from .jobs import FAILED, FINAL, PENDING
+from .jobs import FAILED, FINAL, PENDING, STATUSES
 from .search import JobFilter
 from .store import Changed, ReportStore
 
@@ -120,3 +120,44 @@ def preview(counts: list[tuple[str, str, int]], sample: list[dict], action: str)
             result.skipped[status] = result.skipped.get(status, 0) + n
     result.skipped_ids = [(row["id"], row["status"]) for row in sample if row["status"] not in allowed][:SAMPLE]
     return result
+
+
+# -- in words: what an action did or would do (the scripts' lines, the dashboard's messages) ---------------
+WORDS = {"retry": ("retried", "failed"), "cancel": ("cancelled", "pending"), "purge": ("deleted", "finished")}
+
+
+def per_queue(result: BulkResult) -> str:
+    return ", ".join(f"{queue} {n}" for queue, n in sorted(result.per_queue.items()))
+
+
+def done_text(action: str, result: BulkResult) -> str:
+    past = WORDS[action][0]
+    if not result.total:
+        text = f"{past} 0 jobs"
+    elif result.complete:
+        text = (f"{past} {result.total} job(s) ({', '.join(map(str, result.sample_ids))}) in queue(s) "
+                f"{', '.join(result.queues)}")
+    else:
+        text = (f"{past} {result.total} job(s) in {len(result.per_queue)} queue(s): {per_queue(result)} "
+                f"(ids {', '.join(map(str, result.sample_ids))} and {result.total - len(result.sample_ids)} more)")
+    return text + (f"; left alone: {left_alone(result)}" if result.skipped else "")
+
+
+def dry_text(action: str, result: BulkResult) -> str:
+    text = f"dry run: would {action} {result.total} job(s)"
+    if result.total:
+        more = ", ..." if result.total > len(result.sample_ids) else ""
+        text += f" in queue(s) {per_queue(result)}; ids {', '.join(map(str, result.sample_ids))}{more}"
+    return text + (f"; would leave alone: {left_alone(result)}" if result.skipped else "")
+
+
+def left_alone(result: BulkResult) -> str:
+    if sum(result.skipped.values()) <= len(result.skipped_ids):
+        return ", ".join(why(job, reason) for job, reason in result.skipped_ids)
+    return ", ".join(f"{words.shown(reason)} {n}" for reason, n in sorted(result.skipped.items()))
+
+
+def why(job: int, reason: str) -> str:
+    if reason in STATUSES or reason == "gone":
+        return f"job {job} is {words.shown(reason)}"
+    return f"job {job}: {reason}"

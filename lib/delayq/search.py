@@ -20,6 +20,7 @@ from .jobs import STATUSES
 TIME_FIELDS = {"due": "due_at", "created": "created_at", "finished": "finished_at"}
 MAX_PAGE = 10_000
 ARG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_AGO_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[smhd])(\s+ago)?\s*$")      # 2h, or 2h ago (the help's own form)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,16 @@ class JobFilter:
 
 def _when(t: float) -> str:
     return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+
+def when(value: str | None, flag: str, now: float) -> float | None:
+    """A --since/--until value as epoch seconds: an age before now (2h, 2h ago), ISO-8601, or epoch seconds."""
+    if value is None:
+        return None
+    age = _AGO_RE.match(value)
+    if age:
+        return now - validate.duration(age.group(1), flag)
+    return validate.instant(value, flag)
 
 
 def arg_filter(text: str | None, label: str) -> tuple[str, str] | None:

@@ -4,20 +4,17 @@ acts and reports (dry run, --yes above CONFIRM_ABOVE jobs, a progress bar on a t
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any, Callable
 
 from tqdm import tqdm
 
-from .. import cli, jobs, validate, words
-from ..bulk import SAMPLE, BulkResult
+from .. import cli, validate, words
+from ..bulk import SAMPLE, WORDS, BulkResult, done_text, dry_text, left_alone, per_queue, why
 from ..errors import InvalidInput, NotFound
-from ..search import TIME_FIELDS, JobFilter, arg_filter
+from ..search import TIME_FIELDS, JobFilter, arg_filter, when
 
 CONFIRM_ABOVE = 100
-_AGO_RE = re.compile(r"^\s*(\d+(\.\d+)?\s*[smhd])(\s+ago)?\s*$")      # 2h, or 2h ago (the help's own form)
-WORDS = {"retry": ("retried", "failed"), "cancel": ("cancelled", "pending"), "purge": ("deleted", "finished")}
 
 
 def add_filter_flags(p: argparse.ArgumentParser, older_than: bool = False) -> None:
@@ -62,16 +59,6 @@ def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
 
 
 
-def when(value: str | None, flag: str, now: float) -> float | None:
-    """A --since/--until value as epoch seconds: an age before now (2h, 2h ago), ISO-8601, or epoch seconds."""
-    if value is None:
-        return None
-    age = _AGO_RE.match(value)
-    if age:
-        return now - validate.duration(age.group(1), flag)
-    return validate.instant(value, flag)
-
-
 def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,
         do: Callable[[JobFilter, Callable[[int], None]], BulkResult], extra: dict[str, Any] | None = None,
         none_is_error: bool = True) -> int:
@@ -104,43 +91,6 @@ def report(action: str, result: BulkResult) -> dict[str, Any]:
             "untouched": [{"id": job, "status": words.shown(reason)} for job, reason in result.skipped_ids]}
 
 
-def per_queue(result: BulkResult) -> str:
-    return ", ".join(f"{queue} {n}" for queue, n in sorted(result.per_queue.items()))
-
-
-def done_text(action: str, result: BulkResult) -> str:
-    past = WORDS[action][0]
-    if not result.total:
-        text = f"{past} 0 jobs"
-    elif result.complete:
-        text = (f"{past} {result.total} job(s) ({', '.join(map(str, result.sample_ids))}) in queue(s) "
-                f"{', '.join(result.queues)}")
-    else:
-        text = (f"{past} {result.total} job(s) in {len(result.per_queue)} queue(s): {per_queue(result)} "
-                f"(ids {', '.join(map(str, result.sample_ids))} and {result.total - len(result.sample_ids)} more)")
-    return text + (f"; left alone: {left_alone(result)}" if result.skipped else "")
-
-
-def dry_text(action: str, result: BulkResult) -> str:
-    text = f"dry run: would {action} {result.total} job(s)"
-    if result.total:
-        more = ", ..." if result.total > len(result.sample_ids) else ""
-        text += f" in queue(s) {per_queue(result)}; ids {', '.join(map(str, result.sample_ids))}{more}"
-    return text + (f"; would leave alone: {left_alone(result)}" if result.skipped else "")
-
-
-def left_alone(result: BulkResult) -> str:
-    if sum(result.skipped.values()) <= len(result.skipped_ids):
-        return ", ".join(_why(job, reason) for job, reason in result.skipped_ids)
-    return ", ".join(f"{words.shown(reason)} {n}" for reason, n in sorted(result.skipped.items()))
-
-
-def _why(job: int, reason: str) -> str:
-    if reason in jobs.STATUSES or reason == "gone":
-        return f"job {job} is {words.shown(reason)}"
-    return f"job {job}: {reason}"
-
-
 def nothing(action: str, f: JobFilter, result: BulkResult, manager: Any) -> str:
     """Why nothing was touched: what was left alone, or what the filter matches in other statuses, or nothing."""
     past, status = WORDS[action]
@@ -148,6 +98,6 @@ def nothing(action: str, f: JobFilter, result: BulkResult, manager: Any) -> str:
         return f"nothing {past}: {left_alone(result)} (only {status} jobs can be {past})"
     others = manager.search(f, limit=SAMPLE)
     if others:
-        listed = ", ".join(_why(row["id"], row["status"]) for row in others[:5])
+        listed = ", ".join(why(row["id"], row["status"]) for row in others[:5])
         return f"nothing {past}: {listed}{', ...' if len(others) > 5 else ''} (only {status} jobs can be {past})"
     return f"nothing {past}: no job with {f.describe()}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import app, cli
-from . import _filters
+from ..search import when
 
 COLUMNS = ("state", "host", "pid", "queues", "conc", "started", "last_beat", "running")
 
@@ -20,7 +20,7 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     manager = app.open_reader(settings)
     now = manager.clock.now()
-    since = _filters.when(args.since, "--since", now)
+    since = when(args.since, "--since", now)
     found = sorted((w for w in manager.workers() if (w.live or not args.live) and (since is None or w.last_seen >= since)),
                    key=lambda w: (w.state != "live", -w.last_seen))
     data = {"workers": [_data(w, now) for w in found],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..config import DEFAULT_REDIS_TIMEOUT
 from .base import DueIndex, Entry, RebuildableIndex
 from .store import StoreIndex
 

@@ -12,8 +12,7 @@ from typing import Any, Callable
 from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
 
 from .. import words
-from ..bulk import BulkResult
-from ..commands._filters import done_text, dry_text
+from ..bulk import BulkResult, done_text, dry_text
 from ..errors import BackendError, DelayqError, InvalidInput, NotFound
 from ..search import JobFilter
 from . import forms

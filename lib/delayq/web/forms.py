@@ -1,4 +1,4 @@
-"""A search form's fields to one JobFilter, with the rules of the CLI's flags (commands/_filters.py): times as
+"""A search form's fields to one JobFilter, with the rules of the scripts' flags (search.py): times as
 ISO-8601, epoch seconds or an age (90s, 15m, 2h, 1d ago), statuses repeated or comma-separated, the filter
 checked once (InvalidInput naming the field). And back: a filter's fields for links and hidden inputs."""
 
@@ -11,9 +11,9 @@ from typing import Mapping
 from werkzeug.datastructures import MultiDict
 
 from .. import words
-from ..commands._filters import when as time_value     # the CLI's reading of --since/--until
 from ..errors import InvalidInput
 from ..search import TIME_FIELDS, JobFilter, arg_filter
+from ..search import when as time_value     # the scripts' reading of --since/--until
 
 # The command line's flags, as a message from the shared rules names them, and the search form's labels for them.
 LABELS = {"--ext-prefix": "'Business key starts with'", "--ext": "'Business key is'", "--id": "'Id'",
