@@ -9,12 +9,14 @@ once per session, on first use, and stopped at its end.
 
 from __future__ import annotations
 
+import glob
 import os
 import random
 import secrets
 
 import shutil
 import sqlite3
+import tempfile
 
 import pymysql
 import pytest
@@ -237,6 +239,16 @@ def make_backend(kind: str, tmp_path, clock: FakeClock) -> Backend:
     # SQLite's tables (tests/acceptance/test_which_database.py: the embedded default's first use)
     open_store(backend.database_url, backend.prefix).migrate(clock.now())
     return backend
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_ledgers_left():
+    """After the session, no ledger folder of this run's prefixes is left in the host's memory: a test that ends a
+    runner on a paused server leaves its ledgers for a next runner that never comes (runner/orphans.py)."""
+    yield
+    for base in {"/dev/shm", tempfile.gettempdir()}:
+        for folder in glob.glob(os.path.join(base, f"delayq-{os.getuid()}-{RUN}_*")):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
