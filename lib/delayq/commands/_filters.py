@@ -55,8 +55,8 @@ def job_filter(args: argparse.Namespace, now: float) -> JobFilter:
     statuses, timed_out = words.status_filter(args.status)
     return JobFilter(ids=tuple(args.id or ()), queues=tuple(args.queue or ()), statuses=statuses, call=args.call,
                      ext=args.ext, ext_prefix=args.ext_prefix, since=when(args.since, "--since", now), until=until,
-                     time_field=time_field, error=args.error, timed_out=timed_out, arg=arg_filter(args.arg, "--arg")).checked()
-
+                     time_field=time_field, error=args.error, timed_out=timed_out,
+                     arg=arg_filter(args.arg, "--arg")).checked()
 
 
 def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,

@@ -33,8 +33,8 @@ def job_filter(args: MultiDict, now: float) -> JobFilter:
     return JobFilter(ids=_ids(args), queues=_many(args, "queue"), statuses=statuses, timed_out=timed_out,
                      call=_one(args, "call"), ext=_one(args, "ext"), ext_prefix=_one(args, "ext_prefix"),
                      since=time_value(_one(args, "since"), "since", now), until=time_value(_one(args, "until"), "until", now),
-                     time_field=time_field, error=_one(args, "error"), arg=arg_filter(_one(args, "arg"), "'Argument'"), upto_id=_int(args.get("upto_id"), "upto_id"),
-                     as_of=seconds(args.get("as_of"), "as_of")).checked()
+                     time_field=time_field, error=_one(args, "error"), arg=arg_filter(_one(args, "arg"), "'Argument'"),
+                     upto_id=_int(args.get("upto_id"), "upto_id"), as_of=seconds(args.get("as_of"), "as_of")).checked()
 
 
 def in_page_words(message: str) -> str:
@@ -94,12 +94,12 @@ def seconds(value: str | None, name: str) -> float | None:
     if value is None or not value.strip():
         return None
     try:
-        seconds = float(value.strip())
+        t = float(value.strip())
     except ValueError:
-        raise InvalidInput(f"{name} must be a time in seconds, not {value.strip()[:20]!r}", name) from None
-    if not math.isfinite(seconds) or seconds < 0:
+        t = math.nan
+    if not math.isfinite(t) or t < 0:
         raise InvalidInput(f"{name} must be a time in seconds, not {value.strip()[:20]!r}", name)
-    return seconds
+    return t
 
 
 def _int(value: str | None, name: str) -> int | None:

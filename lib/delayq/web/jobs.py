@@ -24,7 +24,7 @@ def search() -> Any:
     try:
         f = forms.job_filter(request.args, now)
         before, limit = forms.page(request.args)
-        rows = manager.search(f, before=before, limit=min(limit + 1, forms.MAX_PAGE + 1))   # one more: is there a next?
+        rows = manager.search(f, before=before, limit=limit + 1)     # one more: is there a next page?
         more = rows[limit - 1]["id"] if len(rows) > limit else None
         rows = rows[:limit]
         total = manager.count_upto(f, TOTAL_UPTO + 1) if not f.empty else None   # "more than 10,000" past that
