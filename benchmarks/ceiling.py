@@ -42,8 +42,8 @@ def _loop(w: World, size: int, count: int) -> float:
     conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root", password=u.password or "",
                            database=u.path.lstrip("/"), autocommit=size == 1)
     r = redis.Redis.from_url(w.config.redis_url)
-    claim = load_scripts(r)["claim"]                     # sql/lua/claim.lua, as the runner runs it
-    q = w.q.store.q                                      # sql/queries.sql + sql/mysql/queries.sql, by name
+    claim = load_scripts(r)["claim"]                     # index/lua/claim.lua, as the runner runs it
+    q = w.q.store.q                                      # store/sql/queries.sql + mysql/queries.sql, by name
     due, inflight = "{" + w.prefix + ":default}:due", "{" + w.prefix + ":default}:inflight"
     done = 0
     t0 = time.perf_counter()

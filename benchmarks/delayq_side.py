@@ -18,6 +18,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
+from delayq import recovery
 import delayq  # noqa: E402
 from delayq.config import Config  # noqa: E402
 from delayq.store.queries import TABLES  # noqa: E402
@@ -175,7 +176,7 @@ def fill_backlog(w: World, count: int) -> dict:
                         (count - total,))
             total += cur.rowcount
     t0 = time.monotonic()
-    w.q.reconcile()
+    recovery.reconcile(w.q.store, w.q.index, w.q.clock)
     return {"backlog": count, "rebuild_seconds": round(time.monotonic() - t0, 1)}
 
 

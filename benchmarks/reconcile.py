@@ -16,6 +16,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
+from delayq import recovery
 import delayq  # noqa: E402
 from delayq.config import Config  # noqa: E402
 from delayq.store.queries import TABLES  # noqa: E402
@@ -45,10 +46,10 @@ def main() -> None:
         print(f"filled {PENDING} pending rows in {time.monotonic() - t0:.1f} s")
         q.index.r.delete(q.index.keys("default")[0])
         t0 = time.monotonic()
-        result = q.reconcile()
+        result = recovery.reconcile(q.store, q.index, q.clock)
         first = time.monotonic() - t0
         t0 = time.monotonic()
-        again = q.reconcile()
+        again = recovery.reconcile(q.store, q.index, q.clock)
         second = time.monotonic() - t0
         print(f"reconcile into an empty due set: {result.restored} restored of {result.scanned} scanned in {first:.1f} s")
         print(f"reconcile again (nothing missing): {again.restored} restored, {again.dropped} dropped in {second:.1f} s")

@@ -85,6 +85,26 @@ def pytest_sessionfinish(session, exitstatus):
     _topologies.clear()
 
 
+_layer_seconds: dict[str, list[float]] = {}     # tests/<layer> -> [seconds (setup + call + teardown), tests]
+
+
+def pytest_runtest_logreport(report):
+    parts = report.nodeid.split("/")
+    layer = parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0].split("::")[0]
+    seconds = _layer_seconds.setdefault(layer, [0.0, 0])
+    seconds[0] += report.duration
+    seconds[1] += report.when == "call"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """make test prints where its time went, one line per layer (tests/unit, tests/integration, ...)."""
+    if not _layer_seconds:
+        return
+    terminalreporter.section("duration per layer")
+    for layer, (seconds, tests) in sorted(_layer_seconds.items(), key=lambda item: -item[1][0]):
+        terminalreporter.write_line(f"{layer:<12} {seconds:8.1f} s  {tests:5d} tests")
+
+
 def require(service: str) -> None:
     if service == "topology":
         if not shutil.which("redis-server") or not shutil.which("redis-cli"):
@@ -164,7 +184,8 @@ def drop_mysql(prefix: str) -> None:
 
 
 def drop_redis(prefix: str, url: str = REDIS_URL) -> None:
-    from delayq.index.redis_client import connect, parse
+    from delayq.index.redis_client import connect
+    from delayq.redis_urls import parse
 
     r = connect(parse(url))
     keys = [k for pattern in ("{" + prefix + ":*", "{" + prefix + "}:*") for k in r.scan_iter(match=pattern, count=1000)]

@@ -24,17 +24,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 TRICKLE = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"code": 0}'
 
 
-def until(condition, timeout: float = 5.0, every: float = 0.01):
-    """Poll `condition` until it is truthy (returned) or `timeout` passes (AssertionError)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"not true within {timeout} s: {condition}")
-
-
 class Receiver:
     def __init__(self, mode: str = "ok", path: str = "/hook/secret-token-123"):
         self.mode = mode

@@ -22,10 +22,9 @@ from .context import JobContext, current_job
 from .default import configure, default_client
 from .errors import (BackendError, CallableRefused, ConfigError, DelayqError, InvalidInput, NotFound,
                      Permanent, SchemaError, Snooze)
-from .events import on
 from .manager import Manager
 from .pull import Message, Queue
-from .registry import job
+from .methods import job, on
 from .version import __version__ as __version__  # re-exported: delayq.__version__
 
 __all__ = [

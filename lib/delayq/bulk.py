@@ -1,4 +1,5 @@
-"""Bulk actions: retry, cancel or purge every job a JobFilter matches, in batches, with bounded memory.
+"""Bulk actions: retry, cancel or purge every job a JobFilter matches, in batches, with bounded memory
+(preview, retry, cancel, purge; the manager writes each batch: Manager.retry_ids, cancel_ids).
 
 The matching ids are walked in keyset pages (newest first, `id < last seen`: no OFFSET, no list
 of every match held in memory). Each page is changed in one short transaction that locks its
@@ -10,13 +11,16 @@ the number of jobs: counts per queue, counts per skip reason and the first few i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import words
 from .errors import InvalidInput
 from .jobs import FAILED, FINAL, PENDING, STATUSES
 from .search import JobFilter
 from .store import Changed, ReportStore
+
+if TYPE_CHECKING:
+    from .manager import Manager
 
 BATCH = 500          # ids per page and per transaction
 SCAN_BY_ID = 5000    # above this many matches, pages walk the primary key (linear in all) instead of an index
@@ -30,7 +34,7 @@ ACTIONS = {          # action -> (the statuses it acts on, how a refusal names t
 
 @dataclass
 class BulkResult:
-    """What a bulk action did (or, from Manager.bulk_preview, would do)."""
+    """What a bulk action did (or, from preview(), would do)."""
 
     total: int = 0                                           # jobs changed
     per_queue: dict[str, int] = field(default_factory=dict)  # queue -> jobs changed
@@ -107,8 +111,44 @@ def run(store: ReportStore, f: JobFilter, change: Callable[[list[int]], Changed]
     return result
 
 
-def preview(counts: list[tuple[str, str, int]], sample: list[dict], action: str) -> BulkResult:
-    """What an action would do, from Manager.count and a first page: per queue for the statuses it acts on,
+def preview(manager: Manager, action: str, f: JobFilter) -> BulkResult:
+    """What `action` ("retry", "cancel" or "purge") would do now: counts per queue, a sample of ids."""
+    scope = scoped(action, f.checked())
+    return _would(manager.reports.count(scope), manager.reports.search(scope, limit=SAMPLE * 2), action)
+
+
+def retry(manager: Manager, f: JobFilter, step: str | None = None, reset_attempts: bool = False,
+          at: float | None = None, progress: Callable[[int], None] | None = None) -> BulkResult:
+    """Every failed job matching `f` back to pending (due now or `at`), a batch per transaction."""
+    return run(manager.store, scoped("retry", f.checked()),
+               lambda ids: manager.retry_ids(ids, step, reset_attempts, at), progress)
+
+
+def cancel(manager: Manager, f: JobFilter, progress: Callable[[int], None] | None = None) -> BulkResult:
+    """Every pending job matching `f` cancelled, then dropped from the due index, a batch per transaction."""
+    return run(manager.store, scoped("cancel", f.checked()), manager.cancel_ids, progress)
+
+
+def purge(manager: Manager, f: JobFilter, progress: Callable[[int], None] | None = None,
+          batch: int | None = None) -> BulkResult:
+    """Every job matching `f` in a final status deleted with its history (its counts kept for the metrics)."""
+    scope = scoped("purge", f.checked())
+    statuses = list(scope.statuses or FINAL)
+    return run(manager.store, scope, lambda ids: manager.store.purge_ids(ids, statuses), progress, batch)
+
+
+def purge_older(manager: Manager, statuses: list[str], older_than: float, batch: int | None = None,
+                progress: Callable[[int], None] | None = None) -> int:
+    """Delete jobs in `statuses` finished more than `older_than` seconds ago, with their history."""
+    bad = set(statuses) - set(FINAL)
+    if bad or not statuses:
+        raise InvalidInput(f"purge takes final statuses only ({', '.join(FINAL)}), not {', '.join(sorted(bad)) or 'none'}")
+    f = JobFilter(statuses=tuple(statuses), until=manager.clock.now() - older_than, time_field="finished")
+    return purge(manager, f, progress, batch).total
+
+
+def _would(counts: list[tuple[str, str, int]], sample: list[dict], action: str) -> BulkResult:
+    """What an action would do, from the counts and a first page: per queue for the statuses it acts on,
     the rest as skipped by status."""
     allowed = ACTIONS[action][0]
     result = BulkResult(sample_ids=[row["id"] for row in sample if row["status"] in allowed][:SAMPLE])

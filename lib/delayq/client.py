@@ -62,10 +62,10 @@ class Client:
         return self.manager.enqueue_many(raws, connection=connection)
 
     def get(self, job_id: int) -> Job | None:
-        return self.manager.get(job_id)
+        return self.manager.reports.get(job_id)
 
     def attempts(self, job_id: int) -> list[Attempt]:
-        return self.manager.attempts(job_id)
+        return self.manager.reports.attempts(job_id)
 
     def cancel(self, id: int | None = None, ext: str | None = None, queue: str | None = None) -> Cancelled:
         """Cancel the pending job with this id, or every pending job with this business key (in `queue`)."""

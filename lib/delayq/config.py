@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import ConfigError, shown
+from .redis_urls import RedisUrlError, parse
 
 DEFAULT_DATABASE_URL = "sqlite:///delayq.db"
 PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
@@ -286,13 +287,12 @@ def _valid_host(host: str) -> bool:
 
 
 def check_redis_url(url: str) -> None:
-    """One server, a Sentinel set or a Cluster (index/redis_client.py), or a ConfigError naming the form and host.
+    """One server, a Sentinel set or a Cluster (redis_urls.py), or a ConfigError naming the form and host.
 
     A single server's URL is first read the way redis-py reads it, without connecting; then every form's query
-    options are checked (redis_client.parse): each is one delayq takes, with a value that works, or it is refused
+    options are checked (redis_urls.parse): each is one delayq takes, with a value that works, or it is refused
     (its own timeouts among them: DELAYQ_REDIS_TIMEOUT is the one bound).
     """
-    from .index.redis_client import RedisUrlError, parse
 
     if isinstance(url, str) and url.partition("://")[0] in ("redis", "rediss", "unix"):
         _check_redis_py_reads(url)

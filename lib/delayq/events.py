@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, Callable
+from typing import Any
 
 from .errors import CallableRefused, InvalidInput, shown
-from .registry import is_allowed, job
+from .registry import is_allowed
 
 EVENT_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 HANDLER_OPTIONS = {"ladder", "max_attempts", "lease", "timeout", "priority", "queue"}
@@ -33,19 +33,17 @@ def check_code(code: Any) -> str:
     return code
 
 
-def on(code: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a function as a handler of event `code` (and mark it as a job); options as enqueue's."""
+def check_options(code: str, options: dict[str, Any]) -> None:
+    """`@delayq.on(code, **options)`'s arguments (methods.on): a valid code, enqueue's options a handler may set."""
     check_code(code)
     unknown = set(options) - HANDLER_OPTIONS
     if unknown:
         raise TypeError(f"@delayq.on: unknown option(s) {', '.join(sorted(unknown))}")
 
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        job(func)
-        _handlers.setdefault(code, {})[f"{func.__module__}:{func.__qualname__}"] = dict(options)
-        return func
 
-    return register
+def add_handler(code: str, name: str, options: dict[str, Any]) -> None:
+    """Record the callable `name` (module:qualname) as a handler of `code`, with its options."""
+    _handlers.setdefault(code, {})[name] = dict(options)
 
 
 def handlers(code: str, modules: tuple[str, ...], allowed: tuple[str, ...]) -> dict[str, dict[str, Any]]:

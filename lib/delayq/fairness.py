@@ -1,4 +1,5 @@
-"""The order jobs are claimed in when a runner serves several queues (both indexes use it).
+"""The order jobs are claimed in when a runner serves several queues (both indexes use it), and kept in once
+started (in_order).
 
 Higher priority first, across every queue the runner serves. Among jobs of the same
 priority, the queues take turns (one job from each queue that has one, then the next
@@ -9,6 +10,8 @@ quiet one, and a quiet queue's job waits behind at most one job of each other qu
 from __future__ import annotations
 
 from typing import Sequence
+
+from .jobs import Job
 
 
 def fair_pick(candidates: Sequence[Sequence[Sequence]], limit: int) -> list[int]:
@@ -28,3 +31,9 @@ def fair_pick(candidates: Sequence[Sequence[Sequence]], limit: int) -> list[int]
             ranked.append((-priority, n, due_at, job_id))
     ranked.sort()
     return [job_id for _, _, _, job_id in ranked[:limit]]
+
+
+def in_order(jobs: list[Job], ids: Sequence[int]) -> list[Job]:
+    """The started jobs in the order they were claimed (priority first), not the database's."""
+    rank = {job_id: i for i, job_id in enumerate(ids)}
+    return sorted(jobs, key=lambda job: rank[job.id])

@@ -1,4 +1,5 @@
-"""The methods a @delayq.job function gets: `f.enqueue(...)` and `f.options(...).enqueue(...)`.
+"""The decorators `@delayq.job` and `@delayq.on`, and the methods a marked function gets: `f.enqueue(...)` and
+`f.options(...).enqueue(...)`.
 
     @delayq.job
     def auto_confirm(order_id: int) -> None: ...
@@ -26,8 +27,9 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, ParamSpec, Protocol, TypeVar, overload
 
+from . import events, registry
 from .errors import InvalidInput
 from .registry import name_of
 
@@ -36,7 +38,9 @@ if TYPE_CHECKING:
     from .store import Inserted
 
 P = ParamSpec("P")
+R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+T = TypeVar("T")
 
 
 class JobFunction(Protocol[P, R_co]):
@@ -134,3 +138,65 @@ def keywords(func: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[st
 def _signature(func: Callable[..., Any]) -> inspect.Signature:
     """The function's signature, read once (inspect.signature is slow next to an enqueue)."""
     return inspect.signature(func)
+
+
+class Marker(Protocol):
+    """What `@delayq.job(...)` with options returns: it marks a class, or a function (adding its methods)."""
+
+    @overload
+    def __call__(self, target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def __call__(self, target: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+
+# A class is also a Callable: its overload comes first, and the class comes back as it is (no methods added).
+@overload
+def job(target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def job(target: Callable[P, R], /) -> JobFunction[P, R]: ...
+
+
+@overload
+def job(target: None = None, /, *, at_most_once: bool = False, timeout: float | None = None) -> Marker: ...
+
+
+def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None) -> Any:
+    """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
+
+    A marked function is returned unchanged (a plain call runs it, as before) with two methods added
+    (below): `f.enqueue(*args, **kwargs)` schedules it on the default client, and
+    `f.options(delay="7d", ext=..., connection=...).enqueue(...)` with enqueue options; both are typed
+    from the function's own signature.
+
+    `@delayq.job(at_most_once=True)` marks a job that must never run twice on its
+    own (charging a user): it gets one attempt, and an attempt interrupted by a
+    crash fails with "outcome unknown" instead of running again.
+    `@delayq.job(timeout=120)`: an attempt may run 120 s before it is stopped and counted
+    as failed (enqueue's --timeout wins over it; it wins over the queue's and the default).
+    A class with a `steps` mapping ({"method": "auto" | "manual"}) is a multi-step
+    job, named as "module:Class".
+    """
+
+    def mark(target: Any) -> Any:
+        registry.mark(target, at_most_once, timeout)
+        if inspect.isfunction(target):
+            add_methods(target)
+        return target
+
+    registry.check_timeout(timeout)     # a bad timeout fails at the decorator, before any target
+    return mark if target is None else mark(target)
+
+
+def on(code: str, **options: Any) -> Callable[[Callable[P, R]], JobFunction[P, R]]:
+    """Register a function as a handler of event `code` (and mark it as a job); options as enqueue's (events.py)."""
+    events.check_options(code, options)
+
+    def register(func: Callable[P, R]) -> JobFunction[P, R]:
+        marked = job(func)
+        events.add_handler(code, f"{func.__module__}:{func.__qualname__}", options)
+        return marked
+
+    return register

@@ -41,7 +41,7 @@ COUNTERS = (  # (metric, kind, name in the metrics rows as words.counted_as name
     ("delayq_jobs_expired", "outcome", "expired", "Jobs their deadline ended (expired)."),
     ("delayq_jobs_cancelled", "jobs", "cancelled", "Jobs cancelled."),
 )
-# The buckets' upper bounds: the same as the CASE of the tally_attempts query in sql/queries.sql (a test checks).
+# The buckets' upper bounds: the same as the CASE of the tally_attempts query in store/sql/queries.sql (a test checks).
 DURATION_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 LATENESS_BOUNDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
 HISTOGRAMS = (
@@ -62,8 +62,8 @@ class Collector:
 
     def collect(self) -> Iterator[Metric]:
         try:
-            rows, (now, stats), workers, paused = (self.manager.metrics(), self.manager.stats(3600),
-                                                    self.manager.workers(), self.manager.paused_queues())
+            rows, (now, stats), workers, paused = (self.manager.reports.metrics(), self.manager.reports.stats(3600),
+                                                    self.manager.control.workers(), self.manager.control.paused_queues())
         except DelayqError as exc:
             log.warning("metrics: %s", exc)
             yield GaugeMetricFamily("delayq_up", "1 if the last scrape could read the database.", value=0)

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from . import recovery
 from . import jobs as J
 from . import ladders, validate
 from .errors import NotFound
@@ -75,7 +76,7 @@ class Queue:
             now = self.m.clock.now()
             if now - recovered_at >= RECOVER_EVERY:   # a consumer died holding messages: their TTR ran out
                 recovered_at = now
-                if self.m.recover_expired():
+                if recovery.recover_expired(self.m):
                     continue
             if now >= end:
                 return None
@@ -96,17 +97,17 @@ class Queue:
 
     def kick(self, tube: str, n: int = 1) -> int:
         """Make up to `n` buried messages of `tube` reservable again; returns how many."""
-        ids = self.m.failed_in_queue(_queue(tube), n)
+        ids = self.m.reports.failed_in_queue(_queue(tube), n)
         return sum(len(self.m.retry(job_id=job)) for job in ids)
 
     def jobs(self, tube: str, limit: int = 10_000) -> list[dict[str, Any]]:
         """The live messages of `tube` (pending or reserved), newest first."""
-        rows = self.m.list_jobs(queue=_queue(tube), limit=limit)
+        rows = self.m.reports.list_jobs(queue=_queue(tube), limit=limit)
         return [row for row in rows if row["status"] in (J.PENDING, J.RUNNING)]
 
     def tubes(self) -> list[str]:
         """Tubes that have live messages."""
-        return [q[len(TUBE_MARK):] for q in self.m.live_queues_like(TUBE_MARK + "%")]
+        return [q[len(TUBE_MARK):] for q in self.m.reports.live_queues_like(TUBE_MARK + "%")]
 
     def _finish(self, msg: Message, status: str, error: str | None, due: float | None, label: str) -> None:
         now = self.m.clock.now()

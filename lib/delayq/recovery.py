@@ -32,8 +32,7 @@ from .clock import Clock
 from .errors import DelayqError
 from .index import DueIndex, RebuildableIndex
 from .jobs import FAILED, ISOLATED, PENDING, RUNNING, Job, Outcome
-from .runner.decide import CRASHED, INTERRUPTED, TIMEOUT, VANISHED, outcome
-from .runner.execute import Result
+from .retries import CRASHED, INTERRUPTED, TIMEOUT, VANISHED, Result, outcome
 from .store.base import MaintenanceStore
 
 if TYPE_CHECKING:
@@ -54,7 +53,7 @@ class Recovered:
     queue: str
     status: str                  # pending (runs again) or a final status
     error: str | None
-    kind: str | None = None      # what was known of its run (runner.execute / runner.decide kinds); None: never began
+    kind: str | None = None      # what was known of its run (the kinds of retries.py); None: never began
 
 
 @dataclass
@@ -103,7 +102,7 @@ def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Jo
                 log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
         outcomes.append(done)
     held = manager.finish(outcomes, witnessed=False) if outcomes else set()
-    back = manager.unclaimed(unstarted) if unstarted else []
+    back = manager.unclaim(unstarted) if unstarted else []
     done_list = [Recovered(o.job.id, o.job.queue, o.status, o.error, kinds[o.job.id]) for o in outcomes
                  if o.job.id in held]
     done_list += [Recovered(job.id, job.queue, PENDING, None) for job in back]

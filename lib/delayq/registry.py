@@ -13,12 +13,9 @@ import functools
 import importlib
 import inspect
 import re
-from typing import TYPE_CHECKING, Any, Callable, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Callable
 
 from .errors import CallableRefused, InvalidInput, shown
-
-if TYPE_CHECKING:
-    from .methods import JobFunction
 
 _MARK = "__delayq_job__"
 _ONCE = "__delayq_at_most_once__"
@@ -26,69 +23,26 @@ _TIMEOUT = "__delayq_timeout__"
 MODES = ("auto", "manual")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _DUNDER_RE = re.compile(r"(^|\.)__\w*__(\.|$)")
-P = ParamSpec("P")
-R = TypeVar("R")
-T = TypeVar("T")
 
 
-class Marker(Protocol):
-    """What `@delayq.job(...)` with options returns: it marks a class, or a function (adding its methods)."""
-
-    @overload
-    def __call__(self, target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
-
-    @overload
-    def __call__(self, target: Callable[P, R], /) -> JobFunction[P, R]: ...
-
-
-# A class is also a Callable: its overload comes first, and the class comes back as it is (no methods added).
-@overload
-def job(target: type[T], /) -> type[T]: ...  # type: ignore[overload-overlap]
-
-
-@overload
-def job(target: Callable[P, R], /) -> JobFunction[P, R]: ...
-
-
-@overload
-def job(target: None = None, /, *, at_most_once: bool = False, timeout: float | None = None) -> Marker: ...
-
-
-def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None) -> Any:
-    """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
-
-    A marked function is returned unchanged (a plain call runs it, as before) with two methods added
-    (methods.py): `f.enqueue(*args, **kwargs)` schedules it on the default client, and
-    `f.options(delay="7d", ext=..., connection=...).enqueue(...)` with enqueue options; both are typed
-    from the function's own signature.
-
-    `@delayq.job(at_most_once=True)` marks a job that must never run twice on its
-    own (charging a user): it gets one attempt, and an attempt interrupted by a
-    crash fails with "outcome unknown" instead of running again.
-    `@delayq.job(timeout=120)`: an attempt may run 120 s before it is stopped and counted
-    as failed (enqueue's --timeout wins over it; it wins over the queue's and the default).
-    A class with a `steps` mapping ({"method": "auto" | "manual"}) is a multi-step
-    job, named as "module:Class".
-    """
-
+def check_timeout(timeout: Any) -> None:
+    """`@delayq.job(timeout=...)`: None, or 1 to 604800 seconds; TypeError otherwise (a mistake in code)."""
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 1 <= timeout <= 7 * 86400):
         raise TypeError("@delayq.job(timeout=...) takes 1 to 604800 seconds")
 
-    def mark(target: Any) -> Any:
-        setattr(target, _MARK, True)
-        setattr(target, _ONCE, at_most_once)
-        setattr(target, _TIMEOUT, None if timeout is None else float(timeout))
-        steps = getattr(target, "steps", None) if inspect.isclass(target) else None
-        if steps is not None:
-            check_steps(target, steps)
-        if inspect.isfunction(target):
-            from .methods import add_methods
 
-            add_methods(target)
-        return target
-
-    return mark if target is None else mark(target)
+def mark(target: Any, at_most_once: bool = False, timeout: float | None = None) -> Any:
+    """Set the marks the Registry reads back on a function, or a class whose public methods are jobs (its `steps`
+    checked): `@delayq.job` (methods.py) calls it. TypeError on a timeout out of 1 to 604800 seconds."""
+    check_timeout(timeout)
+    setattr(target, _MARK, True)
+    setattr(target, _ONCE, at_most_once)
+    setattr(target, _TIMEOUT, None if timeout is None else float(timeout))
+    steps = getattr(target, "steps", None) if inspect.isclass(target) else None
+    if steps is not None:
+        check_steps(target, steps)
+    return target
 
 
 def check_steps(cls: type, steps: Any) -> None:

@@ -1,7 +1,7 @@
 """Which jobs an operator means: one filter for list, the bulk actions (retry, cancel, purge) and the web search.
 
 A JobFilter is a value; validate it once with `JobFilter.checked()`. The store turns each
-set field into one named SQL fragment (sql/queries.sql, "filter_*") and joins them with
+set field into one named SQL fragment (store/sql/queries.sql, "filter_*") and joins them with
 AND, so every combination uses bound parameters and the indexes a fragment can use.
 Results come in keyset pages (id below the last one seen): no OFFSET scans, bounded memory.
 """
@@ -39,6 +39,7 @@ class JobFilter:
     arg: tuple[str, str] | None = None   # (key, value): a top-level argument equal to value, as text (a scan)
     upto_id: int | None = None           # a preview's snapshot: jobs that existed then (id at most this)...
     as_of: float | None = None           # ...and have not changed since (updated at or before this)
+    above_id: int | None = None          # a scan's window: only jobs with a larger id (the dashboard's bounded scan)
 
     def checked(self) -> "JobFilter":
         """The same filter with every field validated, or InvalidInput naming the field."""
@@ -60,6 +61,9 @@ class JobFilter:
         if self.upto_id is not None and (isinstance(self.upto_id, bool) or not isinstance(self.upto_id, int)
                                          or self.upto_id < 0):
             raise InvalidInput(f"the preview's last id must be a whole number, not {self.upto_id!r}", "upto_id")
+        if self.above_id is not None and (isinstance(self.above_id, bool) or not isinstance(self.above_id, int)
+                                          or self.above_id < 0):
+            raise InvalidInput(f"a scan's lowest id must be a whole number, not {self.above_id!r}", "above_id")
         if self.as_of is not None and not math.isfinite(self.as_of):
             raise InvalidInput("the preview's time must be a finite number of seconds", "as_of")
         if self.since is not None and self.until is not None and self.since >= self.until:
@@ -87,7 +91,12 @@ class JobFilter:
     def empty(self) -> bool:
         """No field set: every job matches (a bulk action refuses this unless told otherwise). A preview's snapshot
         alone does not count: it narrows a filter, it is not one."""
-        return replace(self, upto_id=None, as_of=None) == JobFilter(time_field=self.time_field)
+        return replace(self, upto_id=None, as_of=None, above_id=None) == JobFilter(time_field=self.time_field)
+
+    @property
+    def scans(self) -> bool:
+        """It reads every row the other fields leave (text in the last error, an argument): no index narrows it."""
+        return self.error is not None or self.arg is not None
 
 
 def _when(t: float) -> str:

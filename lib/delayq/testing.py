@@ -178,17 +178,17 @@ class Harness:
     def jobs(self, call: str | Callable[..., Any] | None = None, status: str | None = None) -> list[Job]:
         """The jobs stored, oldest first; of one function (or its name) and in one status if given."""
         name = name_of(call) if callable(call) else call
-        rows = self.manager.search(JobFilter(call=name, statuses=(status,) if status else ()), limit=MAX_PAGE)
-        found = (self.manager.get(row["id"]) for row in sorted(rows, key=lambda row: row["id"]))
+        rows = self.manager.reports.search(JobFilter(call=name, statuses=(status,) if status else ()), limit=MAX_PAGE)
+        found = (self.manager.reports.get(row["id"]) for row in sorted(rows, key=lambda row: row["id"]))
         return [job for job in found if job is not None]
 
     def attempts(self, job: Job | int) -> list[Attempt]:
         """A job's attempts, first first (each with its outcome and error)."""
-        return self.manager.attempts(job if isinstance(job, int) else job.id)
+        return self.manager.reports.attempts(job if isinstance(job, int) else job.id)
 
     def _queues(self) -> list[str]:
         """The queues that hold a pending job."""
-        _, rows = self.manager.queue_counts()
+        _, rows = self.manager.reports.queue_counts()
         return sorted({queue for queue, status, *_ in rows if status == PENDING})
 
     def _enqueued(self, inserted: Iterable[Inserted]) -> None:

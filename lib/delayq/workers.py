@@ -4,7 +4,7 @@ the jobs it runs now), and `delayq workers` reads them back.
 A `Heartbeat` writes its row from its own daemon thread every `every` seconds, so a runner
 busy with a long job still beats. `stop()` marks the row stopped at once; a process that died
 without stopping (kill -9, a lost host) simply stops beating, and its row reads as stopped
-once MISSED beats went by. Rows unseen for a day are deleted (Manager.forget_workers).
+once MISSED beats went by. Rows unseen for a day are deleted (Control.forget_workers).
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Mapping, Protocol
 
+from .clock import Clock
 from .errors import DelayqError
-
-if TYPE_CHECKING:
-    from .manager import Manager
 
 log = logging.getLogger(__name__)
 EVERY = 5.0          # seconds between beats
@@ -65,6 +63,18 @@ class Worker:
         return "stopped" if self.stopped_at is not None else "lost"
 
 
+class Beats(Protocol):
+    """Where a Heartbeat writes (control.Control)."""
+
+    clock: Clock
+
+    def heartbeat(self, worker: Mapping[str, Any], running: list[tuple[int, float]]) -> None: ...
+
+    def worker_stopped(self, worker_id: str) -> None: ...
+
+    def forget_workers(self) -> int: ...
+
+
 class Heartbeat:
     """Beats a runner's row from a daemon thread: `start()`, then `stop()` when the runner exits.
 
@@ -72,17 +82,17 @@ class Heartbeat:
     heartbeat's thread, so it must be safe to call from there (copy a list under a lock).
     """
 
-    def __init__(self, manager: "Manager", queues: list[str], concurrency: int,
+    def __init__(self, control: Beats, queues: list[str], concurrency: int,
                  running: Callable[[], list[tuple[int, float]]], every: float = EVERY):
         if not 0 < every <= 3600:
             raise ValueError("every must be between 0 and 3600 seconds")
-        self.manager = manager
+        self.control = control
         self.running = running
         self.every = every
         self.id = secrets.token_hex(16)
         self.row = {"id": self.id, "host": socket.gethostname()[:255], "pid": os.getpid(),
                     "queues": ",".join(queues), "concurrency": int(concurrency), "every": float(every),
-                    "started_at": manager.clock.now()}
+                    "started_at": control.clock.now()}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._beaten = False
@@ -96,7 +106,7 @@ class Heartbeat:
         single-threaded)."""
         self._next = time.monotonic() + self.every
         if at_once:
-            self.manager.forget_workers()
+            self.control.forget_workers()
             self.beat()
         if thread:
             self._thread = threading.Thread(target=self._loop, name="delayq-heartbeat", daemon=True)
@@ -113,7 +123,7 @@ class Heartbeat:
 
     def beat(self) -> None:
         running = list(self.running())
-        self.manager.heartbeat(self.row, running[:MAX_RUNNING])
+        self.control.heartbeat(self.row, running[:MAX_RUNNING])
         self._beaten = True
 
     def stop(self, mark: bool = True) -> None:
@@ -125,7 +135,7 @@ class Heartbeat:
         if not self._beaten or not mark:
             return
         try:
-            self.manager.worker_stopped(self.id)
+            self.control.worker_stopped(self.id)
         except DelayqError as exc:
             log.warning("could not mark runner %s stopped: %s", self.id, exc)
 

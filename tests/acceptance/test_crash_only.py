@@ -31,11 +31,11 @@ from delayq.clock import SystemClock
 from delayq.runner import orphans
 from delayq.store import open_store
 from delayq.store.queries import TABLES
-from tests.acceptance.test_runner import enqueue, env, leftovers, runner, script, statuses, wait_until
-from tests.acceptance.test_scripts import BIN, world  # noqa: F401  (the fixture, parametrized below)
+from tests.acceptance.test_runner import enqueue, leftovers, runner, statuses
 from tests.chaos import faultjobs
 from tests.chaos.servers import resume
 from tests.conftest import ROOT, Backend, drop_redis
+from tests.helpers import command, environ, script, until
 
 ON_MARIADB_REDIS = pytest.mark.parametrize("world", ["mysql+redis"], indirect=True)
 ALLOWED = "examples,tests.chaos"
@@ -172,8 +172,8 @@ def end_processes(world, *procs: subprocess.Popen) -> None:
 def run_due_piped(world, *args, stderr, **extra):
     """`run_due.py ARGS | cat`, as a shell would start it; the caller holds no end of the pipe."""
     cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    proc = subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), *args], env=env(world, **extra),
-                            cwd=ROOT, stdout=cat.stdin, stderr=stderr)
+    proc = subprocess.Popen(command("run_due.py", *args), env=environ(world, **extra), cwd=ROOT, stdout=cat.stdin,
+                            stderr=stderr)
     cat.stdin.close()
     return proc, cat
 
@@ -243,7 +243,7 @@ def test_a_kill_9_of_the_processes_running_at_most_once_jobs_runs_none_again(cha
     begun = time.monotonic()
     proc = runner(chaos, "--for", "6", "--concurrency", "8")
     try:
-        assert wait_until(lambda: started(history) >= 8, timeout=30), runs(history)
+        until(lambda: started(history) >= 8, timeout=30, detail=lambda: runs(history))
         below = descendants(proc.pid)
         victims = {run["pid"] for its in runs(history).values() for run in its}
         assert victims <= below, (victims, below)            # jobs run in the runner's children, never in it
@@ -260,7 +260,7 @@ def test_a_kill_9_of_the_processes_running_at_most_once_jobs_runs_none_again(cha
         assert rows[job]["crashes"] == 0, rows[job]
         assert [attempt for attempt, _, _ in tries[job]] == [1], tries[job]
     assert all(rows[job]["status"] == "succeeded" for job in charges if job not in killed), rows
-    script(chaos, "run_due.py", "--for", "3")
+    script(chaos, "run_due.py", "--for", "3", check=0)
     assert {job: len(its) for job, its in runs(history).items()} == {job: 1 for job in charges}
 
 
@@ -287,15 +287,15 @@ def test_the_ordinary_jobs_of_a_killed_worker_run_again_and_keep_their_records(c
         return proc.poll() is not None
 
     try:
-        assert wait_until(lambda: started(history) >= 8, timeout=30), runs(history)
+        until(lambda: started(history) >= 8, timeout=30, detail=lambda: runs(history))
         workers = {run["pid"] for its in runs(history).values() for run in its}
         assert workers <= descendants(proc.pid), workers
         kill(*workers)
-        assert wait_until(look, timeout=40, every=0.1)
+        until(look, timeout=40, every=0.1)
         assert proc.returncode == 0, proc.communicate()[1][-2000:]
     finally:
         end_processes(chaos, proc)
-    script(chaos, "run_due.py", "--for", "3")          # cron's next minute, for a runner that handed jobs back
+    script(chaos, "run_due.py", "--for", "3", check=0)     # cron's next minute, for a runner that handed jobs back
     look()
     assert forgotten == [], forgotten[:5]
     ran, rows, tries = runs(history), jobs(chaos), attempt_rows(chaos)
@@ -327,16 +327,15 @@ def test_a_forked_child_and_an_exit_in_one_worker_leave_a_runner_that_ends(chaos
     begun = time.monotonic()
     proc, cat = run_due_piped(chaos, "--for", "40", "--concurrency", "8", "--grace", "5", stderr=errors)
     try:
-        succeeded = wait_until(lambda: all(jobs(chaos)[job]["status"] == "succeeded" for job in nine),
-                               timeout=15 - (time.monotonic() - begun))
-        assert succeeded, (jobs(chaos), runs(history))
+        until(lambda: all(jobs(chaos)[job]["status"] == "succeeded" for job in nine),
+              timeout=15 - (time.monotonic() - begun), detail=lambda: (jobs(chaos), runs(history)))
         tree = descendants(proc.pid) | {int(pid) for pid in leftovers(chaos)}
         proc.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         assert proc.wait(timeout=30) == 0 and time.monotonic() - signalled < 5 + 5, open(errors.name).read()[-2000:]
-        assert wait_until(lambda: cat.poll() is not None, timeout=signalled + 10 - time.monotonic())
-        assert wait_until(lambda: not any(alive(pid) for pid in tree) and not leftovers(chaos), timeout=1), \
-            [pid for pid in tree if alive(pid)] + leftovers(chaos)
+        until(lambda: cat.poll() is not None, timeout=signalled + 10 - time.monotonic())
+        until(lambda: not any(alive(pid) for pid in tree) and not leftovers(chaos), timeout=1,
+              detail=lambda: [pid for pid in tree if alive(pid)] + leftovers(chaos))
     finally:
         end_processes(chaos, proc, cat)
         errors.close()
@@ -428,7 +427,7 @@ def test_an_outcome_is_durable_while_a_batch_mate_holds_the_interpreter(chaos, t
             seen["blocker ended"] = any(run["end"] is not None for run in runs(history).get(blocker, []))
             seen["quick succeeded"] = jobs(chaos)[quick]["status"] == "succeeded"
             return any(seen.values())
-        assert wait_until(settled, timeout=30)
+        until(settled, timeout=30)
         assert seen == {"blocker ended": False, "quick succeeded": True}, "the outcome waited for the batch-mate"
         assert proc.wait(timeout=60) == 0, proc.stderr.read()[-2000:]
     finally:
@@ -459,7 +458,7 @@ def test_a_runner_killed_whole_leaves_its_ledgers_to_the_next_runner(chaos, tmp_
         def both_in():           # the quick job ended, the slow one runs: the quick outcome waits up to 1 s
             ran = runs(history)
             return bool(ran.get(quick) and ran[quick][0]["end"] and ran.get(slow))
-        assert wait_until(both_in, timeout=30, every=0.005)
+        until(both_in, timeout=30, every=0.005)
         time.sleep(0.2)       # the job wrote its own end just before its thread marks it ended in the ledger; the
                               # outcome then waits for the group commit, up to a second: the kill lands inside it
         whole = [proc.pid, *descendants(proc.pid)]
@@ -471,7 +470,7 @@ def test_a_runner_killed_whole_leaves_its_ledgers_to_the_next_runner(chaos, tmp_
         end_processes(chaos, proc)
     assert jobs(chaos)[quick]["status"] == "running", "the outcome was committed before the kill: nothing to test"
     if reader == "compensate.py":
-        said = json.loads(script(chaos, "compensate.py", "--json").stdout)
+        said = json.loads(script(chaos, "compensate.py", "--json", check=0).stdout)
         assert said["from_ledgers"] == 2 and said["requeued"] == 0, said
         assert (jobs(chaos)[quick]["status"], jobs(chaos)[slow]["status"]) == ("succeeded", "pending")
     done = script(chaos, "run_due.py", "--for", "3", check=0)
@@ -500,10 +499,10 @@ def test_a_server_paused_under_running_jobs_ends_the_runner_within_its_bound(pri
     server = mariadb if which == "mariadb" else redis_server
     proc = runner(world, "--for", "60", "--concurrency", "8", DELAYQ_DB_TIMEOUT=3, DELAYQ_REDIS_TIMEOUT=2)
     try:
-        assert wait_until(lambda: started(history) >= 16, timeout=30), proc.poll()
+        until(lambda: started(history) >= 16, timeout=30, detail=proc.poll)
         os.kill(server.proc.pid, signal.SIGSTOP)
         paused = time.monotonic()
-        wait_until(lambda: proc.poll() is not None, timeout=bound + 60)
+        until(lambda: proc.poll() is not None, timeout=bound + 60)
         seconds = time.monotonic() - paused
     finally:
         resume(server.proc)
@@ -547,14 +546,14 @@ def test_kill_9_on_a_loaded_machine_strands_nothing(chaos, tmp_path):
     try:
         for _ in range(12):
             proc = runner(chaos, "--for", "30", "--batch", "200", "--concurrency", str(SLOTS), DELAYQ_LEASE=lease)
-            wait_until(lambda: descendants(proc.pid), timeout=10)
+            until(lambda: descendants(proc.pid), timeout=10)
             time.sleep(rng.uniform(0.3, 1.2))        # the fault schedule: when the kill comes, not a wait for anything
             holding += statuses(chaos)["running"] > 0
             killed.append(descendants(proc.pid) | {proc.pid})
             proc.kill()
             proc.communicate()
             kill(*(int(pid) for pid in leftovers(chaos)))    # nothing of a killed runner goes on running jobs
-            script(chaos, "compensate.py", DELAYQ_LEASE=lease)
+            script(chaos, "compensate.py", check=0, DELAYQ_LEASE=lease)
         last_kill = time.monotonic()
     finally:
         for loop in loops:
@@ -565,7 +564,7 @@ def test_kill_9_on_a_loaded_machine_strands_nothing(chaos, tmp_path):
     deadline, done_at = last_kill + lease + 60, None
     while done_at is None and time.monotonic() < deadline:
         for name, *args in (("compensate.py",), ("run_due.py", "--for", "3")):
-            script(chaos, name, *args, DELAYQ_LEASE=lease)
+            script(chaos, name, *args, check=0, DELAYQ_LEASE=lease)
             if statuses(chaos) == Counter(succeeded=1500):
                 done_at = time.monotonic()
                 break

@@ -15,44 +15,24 @@ import json
 import math
 import os
 import subprocess
-import sys
 
 import pytest
 
 from delayq import commands
-from tests.conftest import ALLOWED, BACKENDS, ROOT, make_backend
+from tests.conftest import ALLOWED, BACKENDS, ROOT
+from tests.helpers import command, script, strict_json
 
-BIN = os.path.join(ROOT, "bin")
 NOOP = "examples.shop:noop"
 DEEP_ARGS = '{"a":' * 5000 + "1" + "}" * 5000
-
-
-@pytest.fixture(params=BACKENDS)
-def world(request, tmp_path):
-    from delayq.clock import SystemClock
-
-    backend = make_backend(request.param, tmp_path, SystemClock())
-    yield backend
-    backend.cleanup()
-
-
+EVERY_BACKEND = pytest.mark.parametrize("world", BACKENDS, indirect=True)     # sqlite+redis too
 SCRIPTS = {"enqueue_delayed.py": "enqueue", "cancel.py": "cancel", "list.py": "list", "show.py": "show",
            "stats.py": "stats", "run_due.py": "run-due", "compensate.py": "compensate"}
 
 
-def script(env, name, *args, check=None):
-    """A bin/ script as cron runs it, in a subprocess; args may be bytes (a non-UTF-8 command line)."""
-    done = subprocess.run([sys.executable, os.path.join(BIN, name), *args], capture_output=True, env=env, cwd=ROOT,
-                          timeout=120)
-    done.stdout, done.stderr = (out.decode("utf-8", "replace") for out in (done.stdout, done.stderr))
-    if check is not None:
-        assert done.returncode == check, (done.stdout, done.stderr)
-    return done
-
-
 @pytest.fixture
-def run(monkeypatch, capsys):
-    """run(env, "list.py", *args): the script's command in-process, with env's DELAYQ_ settings in os.environ."""
+def in_process(monkeypatch, capsys):
+    """in_process(env, "list.py", *args, check=None): the script's command run in this process (delayq.commands.run,
+    the boundary a script crosses), with env's DELAYQ_ settings in os.environ; what tests.helpers.script returns."""
     monkeypatch.chdir(ROOT)
 
     def run_command(env, name, *args, check=None):
@@ -95,6 +75,7 @@ def written(backend) -> tuple[int, int]:
 
 
 # -- item 2 and 3: out-of-range times and ladder steps --------------------------------------------------
+@EVERY_BACKEND
 @pytest.mark.parametrize("flags, words", [
     (["--delay", "1e20"], ["delay", "1e20"]),
     (["--at", "9999-12-31T23:59:59-12:00"], ["at", "out of range", "1970 to 3000"]),
@@ -106,9 +87,9 @@ def written(backend) -> tuple[int, int]:
     (["--args", '{"a":' * 65 + "1" + "}" * 65], ["args is nested more than 64 deep"]),
 ], ids=["delay-1e20", "at-9999", "deadline-1e20", "ladder-1e400", "ladder-inf", "ladder-299-chars", "args-5000-deep",
      "args-65-deep"])
-def test_out_of_range_flags_exit_2_and_write_nothing(world, run, flags, words):
+def test_out_of_range_flags_exit_2_and_write_nothing(world, in_process, flags, words):
     before = written(world)
-    done = run(world.env(), "enqueue_delayed.py", "--call", NOOP, *flags)
+    done = in_process(world.env(), "enqueue_delayed.py", "--call", NOOP, *flags)
     one_line_usage_error(done, *words)
     assert written(world) == before == (0, 0)
 
@@ -125,13 +106,14 @@ BAD_LINES = {
 }
 
 
+@EVERY_BACKEND
 @pytest.mark.parametrize("name", BAD_LINES)
-def test_a_bad_line_in_a_bulk_file_names_the_line_and_writes_nothing(world, run, tmp_path, name):
+def test_a_bad_line_in_a_bulk_file_names_the_line_and_writes_nothing(world, in_process, tmp_path, name):
     bad, words = BAD_LINES[name]
     good = json.dumps({"call": NOOP, "ext": "bulk"})
     path = tmp_path / "jobs.jsonl"
     path.write_text("\n".join([good, good, bad if isinstance(bad, str) else json.dumps(bad), good]) + "\n")
-    done = run(world.env(), "enqueue_delayed.py", "--from-file", str(path))
+    done = in_process(world.env(), "enqueue_delayed.py", "--from-file", str(path))
     one_line_usage_error(done, f"{path} line 3:", words, "nothing was enqueued")
     assert written(world) == (0, 0)
 
@@ -142,12 +124,13 @@ NON_UTF8 = [["enqueue_delayed.py", "--call", NOOP, "--ext"], ["cancel.py", "--ex
             ["show.py", "--ext", "order:1", "--queue"], ["enqueue_delayed.py", "--call", NOOP, "--queue"]]
 
 
-def test_non_utf8_command_line_values_exit_2(world, run):
+@EVERY_BACKEND
+def test_non_utf8_command_line_values_exit_2(world, in_process):
     """Raw bytes that are not UTF-8 in argv (Python turns them into lone surrogates) are refused, not a crash."""
-    run(world.env(), "enqueue_delayed.py", "--call", NOOP, "--ext", "order:1", "--delay", "60", check=0)
+    in_process(world.env(), "enqueue_delayed.py", "--call", NOOP, "--ext", "order:1", "--delay", "60", check=0)
     before = written(world)
-    procs = [subprocess.Popen([sys.executable, os.path.join(BIN, name), *args, b"order:\xff"], env=world.env(),
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name, *args in NON_UTF8]
+    procs = [subprocess.Popen(command(name, *args, b"order:\xff"), env=world.env(), cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for name, *args in NON_UTF8]
     for (name, *_), proc in zip(NON_UTF8, procs):
         out, err = proc.communicate(timeout=120)
         done = subprocess.CompletedProcess(name, proc.returncode, out.decode(), err.decode())
@@ -155,6 +138,7 @@ def test_non_utf8_command_line_values_exit_2(world, run):
     assert written(world) == before == (1, 1 if world.redis_url else 0)
 
 
+@EVERY_BACKEND
 def test_lone_surrogates_through_the_client_are_refused(world):
     import delayq
 
@@ -172,6 +156,7 @@ def test_lone_surrogates_through_the_client_are_refused(world):
     assert written(world) == (0, 0)
 
 
+@EVERY_BACKEND
 def test_args_nested_5000_deep_through_the_client_and_a_pull_put(world):
     import delayq
 
@@ -205,12 +190,12 @@ def test_args_nested_5000_deep_through_the_client_and_a_pull_put(world):
     ("DELAYQ_LEASE", "nan", ["DELAYQ_LEASE"]),
 ], ids=["db-port-99999", "db-ipv6-open", "db-label-64", "db-control", "redis-port-99999", "redis-ipv6-open",
         "redis-db-x", "redis-max-connections", "redis-url-timeout", "db-timeout-inf", "redis-timeout-0", "lease-nan"])
-def test_malformed_settings_exit_2_in_every_script(tmp_path, run, setting, value, words):
+def test_malformed_settings_exit_2_in_every_script(tmp_path, in_process, setting, value, words):
     env = dict(os.environ, DELAYQ_DATABASE_URL=f"sqlite:///{tmp_path}/x.db", DELAYQ_ALLOWED_MODULES="examples",
                PYTHONPATH=ROOT)
     env[setting] = value
-    for command in (["enqueue_delayed.py", "--call", NOOP], ["run_due.py"], ["compensate.py"], ["list.py"]):
-        done = run(env, *command)
+    for argv in (["enqueue_delayed.py", "--call", NOOP], ["run_due.py"], ["compensate.py"], ["list.py"]):
+        done = in_process(env, *argv)
         one_line_usage_error(done, *words)
         assert "hunter2" not in done.stderr
     assert not (tmp_path / "x.db").exists()
@@ -235,22 +220,23 @@ def test_delayq_debug_0_shows_no_traceback(tmp_path, broken_app, value, tracebac
     env.pop("DELAYQ_DEBUG", None)
     if value is not None:
         env["DELAYQ_DEBUG"] = value
-    done = script(env, "enqueue_delayed.py", "--call", "brokenapp.jobs:send")
-    assert done.returncode == 1
+    done = script(env, "enqueue_delayed.py", "--call", "brokenapp.jobs:send", check=1)
     assert ("Traceback" in done.stderr) is traceback, done.stderr
     if not traceback:
         assert done.stderr == ("enqueue_delayed.py: internal error: RuntimeError: settings module missing "
                                "(set DELAYQ_DEBUG=1 for the traceback)\n")
 
 
-def test_max_attempts_1e9_in_delayq_queues_is_refused_naming_the_key(world, run):
+@EVERY_BACKEND
+def test_max_attempts_1e9_in_delayq_queues_is_refused_naming_the_key(world, in_process):
     env = dict(world.env(), DELAYQ_QUEUES='{"sms": {"ladder": "15,30", "max_attempts": 1e9}}')
-    done = run(env, "enqueue_delayed.py", "--call", NOOP, "--queue", "sms")
+    done = in_process(env, "enqueue_delayed.py", "--call", NOOP, "--queue", "sms")
     one_line_usage_error(done, "DELAYQ_QUEUES['sms'].max_attempts", "1 to 10000")
-    one_line_usage_error(run(env, "run_due.py", "--queue", "sms"), "DELAYQ_QUEUES['sms'].max_attempts")
+    one_line_usage_error(in_process(env, "run_due.py", "--queue", "sms"), "DELAYQ_QUEUES['sms'].max_attempts")
     assert written(world) == (0, 0)
 
 
+@EVERY_BACKEND
 def test_a_package_init_module_is_refused_before_it_is_imported(world, tmp_path):
     """pkg.__init__:x used to import the package's __init__ a second time, as a module of its own."""
     app = tmp_path / "app"
@@ -272,14 +258,6 @@ def test_a_package_init_module_is_refused_before_it_is_imported(world, tmp_path)
 
 
 # -- rows edited by hand ----------------------------------------------------------------------------------
-def strict_json(text: str):
-    """JSON as the standard has it: Infinity and NaN are not JSON (jq and most parsers refuse them)."""
-    def refuse(name):
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
 def edits(world) -> list[tuple[str, str]]:
     """(column, SQL value) pairs the column allows: SQLite's REAL takes inf and text, MySQL's DOUBLE neither."""
     common = [("due_at", "1e300"), ("due_at", "-1e300"), ("deadline", "1.7976931348623157e308"),
@@ -290,40 +268,41 @@ def edits(world) -> list[tuple[str, str]]:
     return common
 
 
-def test_rows_edited_out_of_range_are_displayed_not_crashed_on(world, run, tmp_path):
+@EVERY_BACKEND
+def test_rows_edited_out_of_range_are_displayed_not_crashed_on(world, in_process, tmp_path):
     env = world.env()
     cases = edits(world)
     ids = []
     for n in range(len(cases)):
-        out = run(env, "enqueue_delayed.py", "--call", NOOP, "--ext", f"edited:{n}", "--delay", "600",
-                     "--deadline", "1d", "--json", check=0)
+        out = in_process(env, "enqueue_delayed.py", "--call", NOOP, "--ext", f"edited:{n}", "--delay", "600",
+                         "--deadline", "1d", "--json", check=0)
         ids.append(json.loads(out.stdout)["id"])
     for job, (column, value) in zip(ids, cases):
         world.sql(f"UPDATE {{jobs}} SET {column} = {value} WHERE id = ?", job)
     world.sql("INSERT INTO {attempts} (job_id, attempt, started_at, finished_at, outcome) VALUES (?, 1, ?, ?, 'failed')",
               ids[0], -1e300, 1e300)
 
-    listed = run(env, "list.py", check=0).stdout
+    listed = in_process(env, "list.py", check=0).stdout
     assert "(out of range)" in listed
-    rows = strict_json(run(env, "list.py", "--json", check=0).stdout)["jobs"]
+    rows = strict_json(in_process(env, "list.py", "--json", check=0).stdout)["jobs"]
     assert len(rows) == len(cases)
     for job, (column, value) in zip(ids, cases):
-        shown = run(env, "show.py", "--id", str(job), check=0).stdout
-        data = strict_json(run(env, "show.py", "--id", str(job), "--json", check=0).stdout)["jobs"][0]
+        shown = in_process(env, "show.py", "--id", str(job), check=0).stdout
+        data = strict_json(in_process(env, "show.py", "--id", str(job), "--json", check=0).stdout)["jobs"][0]
         field = {"lease_seconds": "lease"}.get(column, column)
         assert data[field].endswith("(out of range)"), (column, value, data)
         assert field == "lease" or "(out of range)" in shown, shown
     prom = tmp_path / "delayq.prom"
-    stats = strict_json(run(env, "stats.py", "--json", "--prom", str(prom), check=0).stdout)["queues"]
+    stats = strict_json(in_process(env, "stats.py", "--json", "--prom", str(prom), check=0).stdout)["queues"]
     assert stats["default"]["counts"]["pending"] == len(cases)
-    assert run(env, "stats.py", check=0).stdout.startswith("queue")
+    assert in_process(env, "stats.py", check=0).stdout.startswith("queue")
     for line in prom.read_text().splitlines():
         if not line.startswith("#"):
             value = line.rsplit(" ", 1)[1]
             assert value in ("+Inf", "-Inf", "NaN") or math.isfinite(float(value)), line
 
 
-def test_a_database_password_outside_latin1_connects(mariadb, run):
+def test_a_database_password_outside_latin1_connects(mariadb, in_process):
     """PyMySQL encodes a str password as latin-1: '密码' was an internal error, and 'pä€' could never log in."""
     import pymysql
     from urllib.parse import quote
@@ -338,7 +317,7 @@ def test_a_database_password_outside_latin1_connects(mariadb, run):
     env = dict(os.environ, DELAYQ_DATABASE_URL=url, DELAYQ_ALLOWED_MODULES="examples", DELAYQ_PREFIX="unicodepw",
                PYTHONPATH=ROOT)
     assert "applied migration(s)" in script(env, "migrate.py", check=0).stdout
-    run(env, "enqueue_delayed.py", "--call", NOOP, check=0)
+    in_process(env, "enqueue_delayed.py", "--call", NOOP, check=0)
     wrong = dict(env, DELAYQ_DATABASE_URL=url.replace(quote(password), quote("密码pä")))
-    denied = run(wrong, "list.py", check=1)
+    denied = in_process(wrong, "list.py", check=1)
     assert "access denied for user 'shop'" in denied.stderr and "密码" not in denied.stderr

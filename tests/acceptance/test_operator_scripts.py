@@ -4,12 +4,10 @@ bulk actions, paused queues, runners that died, Prometheus metrics, and the mess
 from __future__ import annotations
 
 import json
-import os
 import select
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pymysql
@@ -18,21 +16,11 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from delayq.clock import SystemClock
-from tests.acceptance.test_scripts import BIN, as_json, script, world  # noqa: F401  (the fixture)
 from tests.conftest import MYSQL_URL, REDIS_URL, ROOT, make_backend, new_prefix
+from tests.helpers import as_json, command, script, until
 
 NOOP = "examples.shop:noop"
 FAILS = "examples.shop:refund_rejected"
-
-
-def until(condition, timeout=20.0, every=0.05):
-    """Poll `condition` until it returns something true; its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
 
 
 def jsonl(path, items):
@@ -78,7 +66,7 @@ def test_each_broken_configuration_exits_1_with_its_own_message_and_writes_nothi
             backend.sql("INSERT INTO " + backend.prefix + "_migrations (version, applied_at) VALUES (99, 0)")
         for name, args in (("enqueue_delayed.py", ["--call", NOOP]), ("compensate.py", []),
                            ("retry.py", ["--id", "1"]), ("pause.py", ["sms"])):
-            done = script(backend, name, *args, env=env, check=1)
+            done = script(env, name, *args, check=1)
             assert message in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)
             assert "hunter2" not in done.stderr and "Traceback" not in done.stderr
         if changes.get("DELAYQ_PREFIX"):
@@ -86,7 +74,7 @@ def test_each_broken_configuration_exits_1_with_its_own_message_and_writes_nothi
             assert not list(redis.Redis.from_url(REDIS_URL).scan_iter(match="{" + prefix + "*"))
         elif case != "schema too new":
             assert backend.sql("SELECT COUNT(*) FROM {jobs}")[0][0] == 0
-            assert backend.manager().paused_queues() == {}
+            assert backend.manager().control.paused_queues() == {}
     finally:
         backend.cleanup()
 
@@ -144,7 +132,7 @@ def test_a_reader_that_closes_the_pipe_ends_a_command_quietly(world):
     """`delayq list | head`: the reader goes away before the command writes; the command stops with 141 (128 +
     SIGPIPE, what a shell reports) and says nothing, where it said "internal error: BrokenPipeError" (exit 1)."""
     world.manager().enqueue("examples.shop:noop")
-    proc = subprocess.Popen([sys.executable, os.path.join(BIN, "list.py")], env=world.env(), cwd=ROOT,
+    proc = subprocess.Popen(command("list.py"), env=world.env(), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()                           # the only reader is gone: any write fails with EPIPE
     err = proc.stderr.read()
@@ -172,7 +160,7 @@ import sys, time
 from delayq import app
 from delayq.workers import Heartbeat
 manager = app.open_manager()
-beat = Heartbeat(manager, ["default", "sms"], 4, lambda: [(7, manager.clock.now() - 1)], every=0.2).start()
+beat = Heartbeat(manager.control, ["default", "sms"], 4, lambda: [(7, manager.clock.now() - 1)], every=0.2).start()
 print("ready", beat.id, flush=True)
 if sys.argv[1] == "stop":
     beat.stop()
@@ -200,8 +188,8 @@ def test_a_killed_runner_shows_as_stopped_beating_and_a_clean_stop_as_stopped(wo
         assert [job["id"] for job in live["running"]] == [7] and live["pid"] == killed.pid
         killed.kill()
         killed.wait()
-        assert until(lambda: state(killed_id)["state"] == "lost")
-        assert until(lambda: clean.stdout.readline().strip() == "stopped")
+        until(lambda: state(killed_id)["state"] == "lost")
+        until(lambda: clean.stdout.readline().strip() == "stopped")
         assert state(clean_id)["state"] == "stopped"
         text = script(world, "workers.py", check=0).stdout
         assert "stopped beating" in text and "live" not in text
@@ -227,7 +215,7 @@ def test_metrics_endpoint_serves_the_values_of_a_known_run(world, tmp_path):
     script(world, "run_due.py", check=0)
     script(world, "run_due.py", check=0)                        # the flaky one's second attempt
     script(world, "cancel.py", "--queue", "default", "--status", "pending", check=0)
-    server = subprocess.Popen([sys.executable, os.path.join(BIN, "metrics.py"), "--listen", "127.0.0.1:0"],
+    server = subprocess.Popen(command("metrics.py", "--listen", "127.0.0.1:0"),
                               env=world.env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split()[2]
@@ -277,9 +265,9 @@ def test_a_reexported_job_is_accepted_and_runs(world):
     assert as_json(script(world, "run_due.py", "--json", check=0))["succeeded"] == 1
 
 
-def test_stats_watch_refreshes_until_ctrl_c(tmp_path):
-    backend = make_backend("sqlite", tmp_path, SystemClock())
-    proc = subprocess.Popen([sys.executable, os.path.join(BIN, "stats.py"), "--watch", "0.2"], env=backend.env(),
+@pytest.mark.parametrize("world", ["sqlite"], indirect=True)
+def test_stats_watch_refreshes_until_ctrl_c(world):
+    proc = subprocess.Popen(command("stats.py", "--watch", "0.2"), env=world.env(),
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
 
@@ -289,9 +277,8 @@ def test_stats_watch_refreshes_until_ctrl_c(tmp_path):
         return sum(line.startswith("runners:") for line in seen) >= 3
 
     try:
-        assert until(refreshed)
+        until(refreshed)
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0 and "Traceback" not in err
-    backend.cleanup()

@@ -20,7 +20,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -30,8 +29,8 @@ from delayq.errors import BackendError
 from delayq.store.mysql import MySQLStore
 from tests.chaos.servers import resume
 from tests.conftest import MYSQL_URL, ROOT, drop_mysql, new_prefix, require
+from tests.helpers import command, script, until
 
-BIN = os.path.join(ROOT, "bin")
 DEFAULTS = os.environ.get("DELAYQ_TEST_PAUSE_TIMEOUT") == "default"
 DB_BOUND = config.DEFAULT_DB_TIMEOUT if DEFAULTS else 3.0
 REDIS_BOUND = config.DEFAULT_REDIS_TIMEOUT if DEFAULTS else 2.0
@@ -62,22 +61,13 @@ def environment(database_url: str, redis_url: str | None) -> dict[str, str]:
     return env
 
 
-def script(env, *args, check=None):
-    done = subprocess.run([sys.executable, os.path.join(BIN, args[0]), *args[1:]], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    if check is not None:
-        assert done.returncode == check, (done.stdout, done.stderr)
-    return done
-
-
 def run_all(env, scripts=SCRIPTS) -> list[tuple[list[str], int, str, float]]:
     """Run each script, one after the other (several interpreters starting at once on a small busy machine would
     measure their start-up, not delayq's bound); (command, exit code, stderr, seconds from its start to its exit)."""
     results = []
     for cmd in scripts:
         started = time.monotonic()
-        done = subprocess.run([sys.executable, os.path.join(BIN, cmd[0]), *cmd[1:]], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
+        done = script(env, *cmd, timeout=120)
         results.append((cmd, done.returncode, done.stderr, time.monotonic() - started))
     return results
 
@@ -135,17 +125,21 @@ def test_a_server_paused_under_a_running_runner(mariadb, redis_server, which):
     env = environment(mariadb.url, redis_server.url)
     script(env, "migrate.py", check=0)
     job = script(env, "enqueue_delayed.py", "--call", "examples.shop:noop", check=0).stdout.strip()
-    runner = subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), "--for", "55", "--interval", "0.2"],
-                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen(command("run_due.py", "--for", "55", "--interval", "0.2"), env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def passed() -> bool:       # a pass went through (the runner still running while it has not)
+        if '"succeeded"' in script(env, "show.py", "--id", job, "--json").stdout:
+            return True
+        assert runner.poll() is None, runner.returncode
+        return False
+
     try:
-        limit = time.monotonic() + 60
-        while '"succeeded"' not in script(env, "show.py", "--id", job, "--json").stdout:   # a pass went through
-            assert time.monotonic() < limit and runner.poll() is None
+        until(passed, timeout=60, every=0)
         server = mariadb if which == "mariadb" else redis_server
         with paused(server.proc):
             started = time.monotonic()
-            while runner.poll() is None and time.monotonic() - started < 120:
-                time.sleep(0.02)
+            until(lambda: runner.poll() is not None, timeout=120, every=0.02)
             seconds = time.monotonic() - started
     finally:
         if runner.poll() is None:

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import ROOT, new_prefix, require
+from tests.helpers import command, script
 
-BIN = os.path.join(ROOT, "bin")
 NOOP = ["--call", "examples.shop:noop"]
-COMMANDS = [[os.path.join(BIN, "enqueue_delayed.py"), *NOOP], [os.path.join(BIN, "compensate.py")],
-            [os.path.join(BIN, "compensate.py"), "--rebuild", "now"], [os.path.join(BIN, "stats.py")],
-            [os.path.join(BIN, "run_due.py")], [os.path.join(BIN, "list.py")], ["-m", "delayq", "stats"],
-            ["-m", "delayq", "enqueue", *NOOP]]
+COMMANDS = [["enqueue_delayed.py", *NOOP], ["compensate.py"], ["compensate.py", "--rebuild", "now"], ["stats.py"],
+            ["run_due.py"], ["list.py"], ["delayq", "stats"], ["delayq", "enqueue", *NOOP]]
 REFUSED = [
     # the three: each was an internal error, or accepted and then broken for good
     ("redis://:hunter2@127.0.0.1:6379/0?ssl_cert_reqs=required", "option ssl_cert_reqs is for TLS: use the rediss"),
@@ -44,15 +41,11 @@ def environment(tmp_path, redis_url: str) -> dict[str, str]:
     return env
 
 
-def run(env, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize("url, says", REFUSED, ids=[url.split("?")[1].split("=")[0] for url, _ in REFUSED])
 def test_a_refused_option_exits_2_with_one_line_from_every_command(tmp_path, url, says):
     env = environment(tmp_path, url)
-    procs = [subprocess.Popen([sys.executable, *argv], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for argv in COMMANDS]
+    procs = [subprocess.Popen(command(*argv), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for argv in COMMANDS]
     for argv, proc in zip(COMMANDS, procs):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2, (argv, out, err)
@@ -60,7 +53,7 @@ def test_a_refused_option_exits_2_with_one_line_from_every_command(tmp_path, url
         assert says in err and "Traceback" not in err and "internal error" not in err, (argv, err)
         assert "hunter2" not in err and out == "", (argv, out, err)
     assert not (tmp_path / "delayq.db").exists()          # refused before anything was opened
-    helped = run(env, os.path.join(BIN, "run_due.py"), "--help")     # help needs no settings
+    helped = script(env, "run_due.py", "--help")     # help needs no settings
     assert helped.returncode == 0 and helped.stdout.startswith("usage: run_due.py") and helped.stderr == ""
 
 
@@ -84,14 +77,14 @@ def test_options_taken_work_on_one_server_and_on_a_sentinel_set(tmp_path, tls):
         sentinel = topology.url.split("?")[0] + "?" + options
         for url in (server, sentinel):
             env = environment(tmp_path, url)
-            for argv in ([os.path.join(BIN, "migrate.py")], COMMANDS[0], COMMANDS[2], COMMANDS[3]):
-                done = run(env, *argv)
+            for argv in (["migrate.py"], COMMANDS[0], COMMANDS[2], COMMANDS[3]):
+                done = script(env, *argv)
                 assert done.returncode == 0 and "error" not in done.stderr, (url, argv, done.stdout, done.stderr)
             index = RedisIndex(url, env["DELAYQ_PREFIX"], None)
             assert index.sizes() == 1 and index.r.client_getname() in ("delayq-url-test", b"delayq-url-test")
             index.close()
         if tls:
-            plain = run(environment(tmp_path, server.replace("rediss://", "redis://")), *COMMANDS[0])
+            plain = script(environment(tmp_path, server.replace("rediss://", "redis://")), *COMMANDS[0])
             assert plain.returncode == 2 and "is for TLS: use the rediss scheme" in plain.stderr, plain.stderr
             assert "url-pw" not in plain.stderr
     finally:

@@ -11,52 +11,30 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.acceptance.test_scripts import BIN, world  # noqa: F401  (the fixture: each script on each backend)
 from tests.conftest import ROOT
-
-
-def env(world, **extra):
-    return {**world.env(), **{k: str(v) for k, v in extra.items()}}
-
-
-def script(world, name, *args, check=0, **extra):
-    done = subprocess.run([sys.executable, os.path.join(BIN, name), *args], capture_output=True, text=True,
-                          env=env(world, **extra), cwd=ROOT, timeout=300)
-    if check is not None:
-        assert done.returncode == check, (done.stdout, done.stderr)
-    return done
+from tests.helpers import as_json, command, environ, script, until
 
 
 def runner(world, *args, **extra):
-    return subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), "--json", "-q", *args],
-                            env=env(world, **extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command("run_due.py", "--json", "-q", *args), env=environ(world, **extra), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def enqueue(world, jobs):
     path = f"/tmp/delayq-{world.prefix}-jobs.jsonl"
     with open(path, "w") as f:
         f.writelines(json.dumps(job) + "\n" for job in jobs)
-    return json.loads(script(world, "enqueue_delayed.py", "--from-file", path, "--json").stdout)["ids"]
+    return as_json(script(world, "enqueue_delayed.py", "--from-file", path, "--json", check=0))["ids"]
 
 
 def statuses(world):
     return Counter(dict(world.sql("SELECT status, COUNT(*) FROM {jobs} GROUP BY status")))
-
-
-def wait_until(condition, timeout=60.0, every=0.05):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(every)
-    return False
 
 
 def lines(path):
@@ -67,7 +45,7 @@ def test_jobs_run_at_once(world, tmp_path):
     log = tmp_path / "spans.log"
     enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.5}}] * 8)
     started = time.monotonic()
-    done = script(world, "run_due.py", "--concurrency", "8", "--json")
+    done = script(world, "run_due.py", "--concurrency", "8", "--json", check=0)
     took = time.monotonic() - started
     assert json.loads(done.stdout)["succeeded"] == 8
     spans = [(float(a), float(b)) for _, _, _, a, b in lines(log)]
@@ -81,7 +59,7 @@ def test_a_job_handed_to_a_process_of_its_own_is_counted_once(world, tmp_path):
     said claimed=2 for one job (the solo counted the claim again; found by running docs/JOBS.md's example)."""
     enqueue(world, [{"call": "examples.shop:charge", "args": {"path": str(tmp_path / "effects.log")}},
                     {"call": "examples.shop:noop"}])
-    done = json.loads(script(world, "run_due.py", "--json").stdout)
+    done = json.loads(script(world, "run_due.py", "--json", check=0).stdout)
     assert (done["claimed"], done["succeeded"]) == (2, 2), done
 
 
@@ -100,7 +78,7 @@ def test_a_runner_of_slow_jobs_claims_little_more_than_its_free_slots(world, tmp
         return len(ended) >= 16
 
     try:
-        assert wait_until(look, timeout=60, every=0.02)
+        until(look, timeout=60, every=0.02)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -111,17 +89,17 @@ def test_many_runners_never_share_a_job_and_lose_none_when_one_is_killed(world, 
     log = tmp_path / "effects.log"
     ids = enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.01}}] * 3000)
     runners = [runner(world, "--for", "60", "--concurrency", "8", DELAYQ_LEASE=3) for _ in range(4)]
-    assert wait_until(lambda: len(lines(log)) >= 600)
+    until(lambda: len(lines(log)) >= 600, timeout=60)
     victim = runners[0]
     workers = subprocess.run(["pgrep", "-P", str(victim.pid)], capture_output=True, text=True).stdout.split()
     victim.send_signal(signal.SIGKILL)                # mid-batch: running jobs and unwritten outcomes die with it
     victim.wait()
 
     def compensated():                               # what cron's compensate line does each minute, sooner
-        script(world, "compensate.py", "--rebuild", "now", DELAYQ_LEASE=3)
+        script(world, "compensate.py", "--rebuild", "now", check=0, DELAYQ_LEASE=3)
         return statuses(world) == Counter(succeeded=3000)
 
-    assert wait_until(compensated, timeout=120, every=1.0)
+    until(compensated, timeout=120, every=1.0)
     for proc in runners[1:]:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -155,7 +133,7 @@ def test_time_limits_stop_a_job_an_at_most_once_job_and_a_step(world, tmp_path):
         {"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.1}},
     ])
     started = time.monotonic()
-    done = json.loads(script(world, "run_due.py", "--timeout", "2", "--concurrency", "4", "--json").stdout)
+    done = json.loads(script(world, "run_due.py", "--timeout", "2", "--concurrency", "4", "--json", check=0).stdout)
     assert time.monotonic() - started < 15            # the runner did not wait 60 s for anyone
     assert (done["timed_out"], done["succeeded"], done["expired"]) == (3, 1, 0)
     rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, last_error, alert_pending FROM {jobs}")}
@@ -165,13 +143,13 @@ def test_time_limits_stop_a_job_an_at_most_once_job_and_a_step(world, tmp_path):
     steps = {name: (status, attempts) for name, status, attempts in
              world.sql("SELECT name, status, attempts FROM {steps} WHERE job_id = ?", gift)}
     assert steps == {"reserve": ("pending", 1), "notify": ("pending", 0)}   # the hung step was running: it runs again
-    assert wait_until(lambda: not leftovers(world), timeout=5)        # the hung workers did not outlive the runner
+    until(lambda: not leftovers(world), timeout=5)        # the hung workers did not outlive the runner
 
 
 def scrape(world):
     """The metrics endpoint's samples, as Prometheus reads them: {(name, labels): value}."""
-    server = subprocess.Popen([sys.executable, os.path.join(BIN, "metrics.py"), "--listen", "127.0.0.1:0"],
-                              env=env(world), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(command("metrics.py", "--listen", "127.0.0.1:0"), env=world.env(), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         body = urllib.request.urlopen(server.stdout.readline().split()[2], timeout=10).read().decode()
     finally:
@@ -194,7 +172,7 @@ def test_a_run_past_its_time_limit_is_timed_out_and_a_deadline_expired_on_every_
         {"call": "examples.shop:poll_payment", "args": {"trade_no": "T1", "path": str(log), "paid_after": -1},
          "ladder": "600", "deadline": "300"},           # its next poll would fall after its deadline
     ])
-    done = script(world, "run_due.py", "--timeout", "2")
+    done = script(world, "run_due.py", "--timeout", "2", check=0)
     assert re.search(r"\bfailed=1 expired=1 timed_out=1\b", done.stdout), done.stdout          # the summary line
     # the log lines: the worker's (or, when the runner ended the worker process to stop the job, the recovery's)
     assert re.search(rf"\bjob={hang} .*\b(outcome|recovered)=failed .*\bby=timed_out\b", done.stderr), done.stderr
@@ -211,18 +189,18 @@ def test_a_run_past_its_time_limit_is_timed_out_and_a_deadline_expired_on_every_
     assert ("delayq_jobs", (("queue", "default"), ("status", "timed_out"))) not in values
 
     def listed(*status):
-        return [job["id"] for job in json.loads(script(world, "list.py", "--json", *status).stdout)["jobs"]]
+        return [job["id"] for job in json.loads(script(world, "list.py", "--json", *status, check=0).stdout)["jobs"]]
     assert (listed("--status", "timed_out"), listed("--status", "expired")) == ([hang], [poll])
     assert listed("--status", "failed,timed_out") == [hang] and listed("--status", "pending,timed_out") == []
-    shown = json.loads(script(world, "show.py", "--id", str(hang), "--json").stdout)["jobs"][0]
+    shown = json.loads(script(world, "show.py", "--id", str(hang), "--json", check=0).stdout)["jobs"][0]
     assert (shown["status"], [a["outcome"] for a in shown["attempts_history"]]) == ("failed", ["timed_out"])
-    assert json.loads(script(world, "show.py", "--id", str(poll), "--json").stdout)["jobs"][0]["status"] == "expired"
+    assert as_json(script(world, "show.py", "--id", str(poll), "--json", check=0))["jobs"][0]["status"] == "expired"
 
     web = create_app(world.manager(), WebSettings(read_only=True)).test_client()
     page = web.get(f"/jobs/{hang}", base_url="http://127.0.0.1:8080").get_data(as_text=True)
     assert re.search(r'<span class="status st-failed">timed_out</span>', page), page          # its attempt
     page = web.get(f"/jobs/{poll}", base_url="http://127.0.0.1:8080").get_data(as_text=True)
-    assert 'id="job-status">expired</span>' in page and ">timed_out<" not in page
+    assert re.search(r'id="job-status"[^>]*>expired</span>', page) and ">timed_out<" not in page
     found = web.get("/jobs?status=timed_out", base_url="http://127.0.0.1:8080").get_data(as_text=True)
     assert f'href="/jobs/{hang}"' in found and f'href="/jobs/{poll}"' not in found
 
@@ -233,7 +211,7 @@ def test_a_job_that_kills_its_process_fails_after_three_times_and_takes_nothing_
     jobs[5] = {"call": "examples.shop:die", "args": {"path": str(log)}, "ladder": "0", "max_attempts": 10}
     ids = enqueue(world, jobs)
     for _ in range(5):
-        script(world, "run_due.py", "--concurrency", "1", "--json")
+        script(world, "run_due.py", "--concurrency", "1", "--json", check=0)
     rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, last_error, crashes, alert_pending FROM {jobs}")}
     killer = rows.pop(ids[5])
     assert killer[0] == "failed" and killer[1].startswith("killed its runner") and killer[2] == 3 and killer[3] == 1
@@ -251,7 +229,7 @@ def test_a_job_that_ends_its_worker_beside_others_is_named_at_once_and_alone_bla
     jobs.append({"call": "examples.shop:die", "args": {"path": str(log)}, "ladder": "0", "max_attempts": 10})
     ids = enqueue(world, jobs)
     for _ in range(4):
-        script(world, "run_due.py", "--concurrency", "9", "--json")
+        script(world, "run_due.py", "--concurrency", "9", "--json", check=0)
     rows = {r[0]: r[1:] for r in world.sql("SELECT id, status, crashes FROM {jobs}")}
     assert rows.pop(ids[8]) == ("failed", 3) and {r for r in rows.values()} == {("succeeded", 0)}
     runs = Counter(tag for tag, *_ in lines(log))
@@ -267,7 +245,7 @@ def test_system_exit_in_a_job_fails_that_job_only(world, tmp_path):
         ids = enqueue(world, [{"call": "examples.shop:record", "args": {"path": str(log), "tag": "a"}},
                               {"call": "examples.shop:raise_system_exit", "args": {"path": str(log)}, "max_attempts": 1},
                               {"call": "examples.shop:record", "args": {"path": str(log), "tag": "b"}}])
-        done = script(world, "run_due.py", "--concurrency", "1", "--processes", workers, "--json")
+        done = script(world, "run_due.py", "--concurrency", "1", "--processes", workers, "--json", check=0)
         assert (json.loads(done.stdout)["succeeded"], json.loads(done.stdout)["failed"]) == (2, 1)
         error = dict(world.sql("SELECT id, last_error FROM {jobs}"))[ids[1]]
         assert error.startswith("SystemExit: 0")
@@ -278,7 +256,7 @@ def test_sigterm_lets_running_jobs_end_and_hands_back_the_rest_at_once(world, tm
     enqueue(world, [{"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 3}}] * 3 +
             [{"call": "examples.shop:record", "args": {"path": str(log), "tag": "later"}}] * 10)
     proc = runner(world, "--for", "60", "--concurrency", "3", "--batch", "20")
-    assert wait_until(lambda: len(lines(log)) >= 3)
+    until(lambda: len(lines(log)) >= 3, timeout=60)
     signalled = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
@@ -294,7 +272,7 @@ def test_sigterm_after_the_grace_period_records_the_jobs_as_interrupted(world, t
     log = tmp_path / "effects.log"
     enqueue(world, [{"call": "examples.shop:hang", "args": {"path": str(log), "seconds": 30}}] * 2)
     proc = runner(world, "--for", "60", "--concurrency", "2", "--grace", "1", "--timeout", "60")
-    assert wait_until(lambda: len(lines(log)) >= 2)
+    until(lambda: len(lines(log)) >= 2, timeout=60)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
     rows = world.sql("SELECT status, last_error FROM {jobs}")
@@ -307,7 +285,7 @@ def test_a_quiet_queue_runs_while_a_busy_one_has_a_backlog(world, tmp_path):
     [quiet] = enqueue(world, [{"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0}, "queue": "quiet"}])
     started = time.time()
     proc = runner(world, "--for", "60", "--queue", "busy,quiet", "--concurrency", "8")
-    assert wait_until(lambda: lines(log), timeout=30)
+    until(lambda: lines(log), timeout=30)
     ran_after = float(lines(log)[0][3]) - started
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
@@ -322,11 +300,11 @@ def test_a_runner_shows_in_workers_with_its_jobs_and_as_lost_once_killed(world, 
     proc = runner(world, "--for", "60", "--timeout", "60", DELAYQ_HEARTBEAT=0.3)
 
     def workers():
-        return json.loads(script(world, "workers.py", "--json").stdout)["workers"]
+        return json.loads(script(world, "workers.py", "--json", check=0).stdout)["workers"]
 
-    assert wait_until(lambda: any(w["state"] == "live" and [r["id"] for r in w["running"]] == [job]
-                                  and w["pid"] == proc.pid for w in workers()), timeout=20)
+    until(lambda: any(w["state"] == "live" and [r["id"] for r in w["running"]] == [job]
+                      and w["pid"] == proc.pid for w in workers()), timeout=20)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert wait_until(lambda: [w["state"] for w in workers() if w["pid"] == proc.pid] == ["lost"], timeout=20)
-    assert wait_until(lambda: not leftovers(world), timeout=5)        # its workers died with it
+    until(lambda: [w["state"] for w in workers() if w["pid"] == proc.pid] == ["lost"], timeout=20)
+    until(lambda: not leftovers(world), timeout=5)        # its workers died with it

@@ -6,37 +6,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 
 import pytest
 
 from delayq.config import describe
-from tests.conftest import ROOT, make_backend
-
-BIN = os.path.join(ROOT, "bin")
-
-
-@pytest.fixture(params=["sqlite", "mysql+redis", "mysql"])
-def world(request, tmp_path):
-    from delayq.clock import SystemClock
-
-    backend = make_backend(request.param, tmp_path, SystemClock())
-    yield backend
-    backend.cleanup()
-
-
-def script(backend, name, *args, env=None, check=None):
-    done = subprocess.run([sys.executable, os.path.join(BIN, name), *args], capture_output=True, text=True,
-                          env=env or backend.env(), cwd=ROOT, timeout=120)
-    if check is not None:
-        assert done.returncode == check, (done.stdout, done.stderr)
-    return done
-
-
-def as_json(done):
-    return json.loads(done.stdout)
+from tests.conftest import ROOT
+from tests.helpers import BIN, as_json, command, script, until
 
 
 def test_enqueue_cancel_run_show(world):
@@ -108,12 +85,12 @@ def test_backend_down_is_exit_1_without_credentials(world):
     env.pop("DELAYQ_REDIS_URL", None)
     for name, args in (("enqueue_delayed.py", ["--call", "examples.shop:noop"]), ("run_due.py", []),
                        ("cancel.py", ["--id", "1"]), ("show.py", ["--id", "1"]), ("migrate.py", [])):
-        done = script(world, name, *args, env=env, check=1)
+        done = script(env, name, *args, check=1)
         assert "MySQL at mysql://127.0.0.1:1/shop" in done.stderr and "hunter2" not in done.stderr + done.stdout
         assert "Traceback" not in done.stderr
     env = world.env()
     env["DELAYQ_REDIS_URL"] = "redis://:hunter2@127.0.0.1:1/0"
-    done = script(world, "run_due.py", env=env, check=1)
+    done = script(env, "run_due.py", check=1)
     assert "Redis at redis://127.0.0.1:1/0" in done.stderr and "hunter2" not in done.stderr
 
 
@@ -138,14 +115,15 @@ def test_two_runners_run_each_of_2000_jobs_exactly_once(world, tmp_path):
     job = {"call": "examples.shop:span", "args": {"path": str(log), "seconds": 0.01}, "delay": 3}
     jobs.write_text("".join(json.dumps(job) + "\n" for _ in range(2000)))
     script(world, "enqueue_delayed.py", "--from-file", str(jobs), check=0)
-    cmd = [sys.executable, os.path.join(BIN, "run_due.py"), "--for", "120", "--interval", "0.2", "--json"]
+    cmd = command("run_due.py", "--for", "120", "--interval", "0.2", "--json")
     procs = [subprocess.Popen(cmd, env=world.env(), cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    deadline = time.monotonic() + 110
-    while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 2000):
-        time.sleep(0.1)
-    for p in procs:                                          # done (or out of time): both stop as cron's would
-        p.send_signal(signal.SIGTERM)
-    results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    try:
+        until(lambda: log.exists() and log.read_text().count("\n") >= 2000, timeout=110, every=0.1)
+    finally:
+        for p in procs:                                      # done (or out of time): both stop as cron's would
+            p.send_signal(signal.SIGTERM)
+        outs = [p.communicate(timeout=60)[0] for p in procs]
+    results = [json.loads(out) for out in outs]
     assert all(p.returncode == 0 for p in procs)
     counts = Counter(line.split()[1] for line in log.read_text().splitlines())
     assert len(counts) == 2000 and set(counts.values()) == {1}
@@ -158,9 +136,7 @@ def test_loop_runs_on_fixed_ticks_and_never_overlaps(tmp_path):
     env = dict(os.environ, DELAYQ_LOOP_SECONDS="3", DELAYQ_LOOP_LOCK=str(tmp_path / "loop.lock"))
     cmd = [os.path.join(BIN, "loop.sh"), "1", "sh", "-c", f"echo tick >> {out}"]
     first = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 10
-    while not (out.exists() and out.read_text()) and time.monotonic() < deadline:   # first holds the lock now
-        time.sleep(0.01)
+    until(lambda: out.exists() and out.read_text(), timeout=10, every=0.01)       # first holds the lock now
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
     first.wait(timeout=30)
     assert first.returncode == 0 and second.returncode == 0
@@ -177,10 +153,7 @@ def test_loop_a_slow_run_keeps_its_slot_and_the_ticks_go_on(tmp_path):
     took = time.monotonic() - started
     assert done.returncode == 0 and took < 5.5              # the loop ended with its minute, not with the slow run
     assert out.read_text().count("tick") == 3               # ticks 1, 2 and 3 ran in the other slot
-    deadline = time.monotonic() + 10
-    while "slow-done" not in out.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "slow-done" in out.read_text()                   # the slow run went on to its end
+    until(lambda: "slow-done" in out.read_text(), timeout=10)    # the slow run went on to its end
 
 
 def test_loop_stops_on_a_usage_error_and_says_so_once(tmp_path):
@@ -220,7 +193,7 @@ def test_compensate_retry_purge_scripts(world, tmp_path):
 def test_compensate_says_when_redis_is_unreachable(world):
     env = world.env()
     env["DELAYQ_REDIS_URL"] = "redis://127.0.0.1:1/0"
-    done = script(world, "compensate.py", env=env, check=1)
+    done = script(env, "compensate.py", check=1)
     assert "Redis at redis://127.0.0.1:1/0" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -228,13 +201,13 @@ def test_emit_list_stats_scripts(world, tmp_path):
     env = dict(world.env(), DELAYQ_EVENT_MODULES="examples.events")
     log = tmp_path / "e.log"
     data = json.dumps({"order_id": 3, "path": str(log), "total": 900})
-    emitted = as_json(script(world, "emit.py", "order.completed", "--data", data, "--ext", "order:3", "--json", env=env,
+    emitted = as_json(script(env, "emit.py", "order.completed", "--data", data, "--ext", "order:3", "--json",
                              check=0))
     assert len(emitted["ids"]) == 3
-    shown = as_json(script(world, "show.py", "--event", emitted["event_id"], "--json", env=env, check=0))["jobs"]
+    shown = as_json(script(env, "show.py", "--event", emitted["event_id"], "--json", check=0))["jobs"]
     assert sorted(j["id"] for j in shown) == sorted(emitted["ids"])
-    assert "no handler for event" in script(world, "emit.py", "order.lost", env=env, check=2).stderr
-    script(world, "run_due.py", "--queue", "default,mail", env=env, check=0)
+    assert "no handler for event" in script(env, "emit.py", "order.lost", check=2).stderr
+    script(env, "run_due.py", "--queue", "default,mail", check=0)
     listed = as_json(script(world, "list.py", "--ext-prefix", "order:", "--json", check=0))["jobs"]
     assert [j["id"] for j in listed] == sorted(emitted["ids"], reverse=True)
     assert {j["status"] for j in listed} == {"succeeded"}
@@ -256,5 +229,5 @@ def test_run_due_logs_one_line_per_outcome_in_kv_or_json(world):
     line = script(world, "run_due.py", check=0).stderr.strip()
     assert "level=info job=" in line and "outcome=succeeded" in line and "ms=" in line
     script(world, "enqueue_delayed.py", "--call", "examples.shop:noop", check=0)
-    record = json.loads(script(world, "run_due.py", env=dict(world.env(), DELAYQ_LOG_FORMAT="json"), check=0).stderr)
+    record = json.loads(script(world, "run_due.py", check=0, DELAYQ_LOG_FORMAT="json").stderr)
     assert record["outcome"] == "succeeded" and record["call"] == "examples.shop:noop"

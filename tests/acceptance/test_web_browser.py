@@ -13,15 +13,14 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 import requests
 
 from delayq.clock import SystemClock
 from delayq.search import JobFilter
-from tests.acceptance.test_scripts import BIN, as_json, script
 from tests.conftest import ROOT, make_backend
+from tests.helpers import as_json, command, script
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 INSTALL = ("headless Chromium is needed for the browser tests: apt-get install chromium chromium-driver "
@@ -68,20 +67,31 @@ class Site:
         env = backend.env()
         if password:
             env["DELAYQ_WEB_PASSWORD"] = password
-        self.proc = subprocess.Popen([sys.executable, os.path.join(BIN, "web.py"), "--listen", "127.0.0.1:0", "--json"],
-                                     env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(command("web.py", "--listen", "127.0.0.1:0", "--json"), env=env, cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
             raise AssertionError(f"bin/web.py did not start: {self.proc.stderr.read()}")
         self.base = json.loads(line)["listening"].rstrip("/")
+        self.paused = False
 
     def open(self, driver, path: str) -> None:
-        """Go to a page, through the login form when there is a password."""
+        """Go to a page, through the login form when there is a password. The live refresh is paused for this
+        site (the browser keeps it per origin), so that no part is replaced under a click; the live test turns it
+        on (live())."""
         driver.get(self.base + path)
         if "/login" in driver.current_url:
             driver.find_element("id", "password").send_keys(self.password)
             driver.find_element("id", "login").click()
-            until(driver, lambda d: "/login" not in d.current_url)
+            until_page(driver, lambda d: "/login" not in d.current_url)
+        if not self.paused:
+            driver.execute_script("window.localStorage.setItem('delayq-live', 'off')")
+            self.paused = True
+            driver.refresh()
+
+    def live(self, driver, on: bool) -> None:
+        driver.execute_script(f"window.localStorage.setItem('delayq-live', '{'on' if on else 'off'}')")
+        driver.refresh()
 
     def run_due(self, *args: str) -> dict:
         return as_json(script(self.backend, "run_due.py", "--json", *args, check=0))
@@ -100,9 +110,10 @@ def site(request, tmp_path_factory):
     backend.cleanup()
 
 
-def until(driver, condition, timeout: float = WAIT):
-    """Poll `condition` until it holds. An element found on the page a click is leaving goes stale when the next
-    page replaces it (the old page's flash, read just as the form's redirect lands): that look is retried."""
+def until_page(driver, condition, timeout: float = WAIT):
+    """tests.helpers.until for the browser: poll condition(driver) until it holds (Selenium's WebDriverWait). An
+    element found on the page a click is leaving goes stale when the next page replaces it (the old page's flash,
+    read just as the form's redirect lands): that look is retried."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -144,21 +155,22 @@ def test_find_a_failed_job_by_business_key_see_its_traceback_retry_it_and_see_it
     site.open(browser, "/")
     search = browser.find_element("css selector", "form.quick input[name=ext_prefix]")
     search.send_keys(key + "\n")
-    link = until(browser, lambda d: d.find_elements("css selector", f'#results tr[data-id="{job}"] a.job-link'))[0]
+    link = until_page(browser, lambda d: d.find_elements("css selector",
+                                                         f'#results tr[data-id="{job}"] a.job-link'))[0]
     assert browser.find_element("css selector", f'#results tr[data-id="{job}"] td.ext').text == key
     link.click()
-    until(browser, lambda d: d.current_url.endswith(f"/jobs/{job}"))
+    until_page(browser, lambda d: d.current_url.endswith(f"/jobs/{job}"))
     assert text_of(browser, "job-status") == "failed"
     error = text_of(browser, "last-error")
     assert error.startswith("ConnectionError: ERP timed out (attempt 1)") and "in flaky_sync" in error
     assert 'File "' in browser.find_element("css selector", "#attempts pre.traceback").text
     screenshot(browser, site, "job")
     browser.find_element("id", "retry").click()
-    until(browser, lambda d: f"retried job {job}" in flash(d))
+    until_page(browser, lambda d: f"retried job {job}" in flash(d))
     assert text_of(browser, "job-status") == "pending"
     assert site.run_due()["succeeded"] == 1
     browser.refresh()
-    until(browser, lambda d: text_of(d, "job-status") == "succeeded")
+    until_page(browser, lambda d: text_of(d, "job-status") == "succeeded")
     outcomes = [row.text for row in browser.find_elements("css selector", "#attempts span.status")]
     assert outcomes == ["failed", "succeeded"]
 
@@ -168,15 +180,15 @@ def test_bulk_cancel_by_filter_with_the_count_and_a_confirmation(browser, site):
     ids = [site.manager.enqueue(NOOP, queue="promo", ext=f"{prefix}{i}", delay=3600).id for i in range(6)]
     other = site.manager.enqueue(NOOP, queue="promo", ext="keep:1", delay=3600).id
     site.open(browser, f"/jobs?ext_prefix={prefix}&queue=promo")
-    until(browser, lambda d: len(d.find_elements("css selector", "a.job-link")) == 6)
+    until_page(browser, lambda d: len(d.find_elements("css selector", "a.job-link")) == 6)
     browser.find_element("id", "bulk-cancel").click()
-    until(browser, lambda d: d.find_elements("id", "preview"))
+    until_page(browser, lambda d: d.find_elements("id", "preview"))
     assert text_of(browser, "preview").startswith("dry run: would cancel 6 job(s) in queue(s) promo 6")
-    assert [site.manager.get(j).status for j in ids] == ["pending"] * 6        # asking changed nothing
+    assert [site.manager.reports.get(j).status for j in ids] == ["pending"] * 6        # asking changed nothing
     browser.find_element("id", "confirm").click()
-    until(browser, lambda d: "cancelled 6 job(s)" in flash(d))
-    assert [site.manager.get(j).status for j in ids] == ["cancelled"] * 6
-    assert site.manager.get(other).status == "pending"
+    until_page(browser, lambda d: "cancelled 6 job(s)" in flash(d))
+    assert [site.manager.reports.get(j).status for j in ids] == ["cancelled"] * 6
+    assert site.manager.reports.get(other).status == "pending"
     site.open(browser, "/audit")
     row = browser.find_element("css selector", "#audit tbody tr").text
     assert "bulk_cancel" in row and prefix in row and "127.0.0.1" in row
@@ -187,17 +199,23 @@ def test_tick_rows_of_a_search_and_cancel_just_those(browser, site):
     prefix = f"tick{secrets.token_hex(3)}:"
     ids = [site.manager.enqueue(NOOP, queue="promo", ext=f"{prefix}{i}", delay=3600).id for i in range(5)]
     site.open(browser, f"/jobs?ext_prefix={prefix}")
-    until(browser, lambda d: len(d.find_elements("css selector", "input.pick")) == 5)
+    until_page(browser, lambda d: len(d.find_elements("css selector", "input.pick")) == 5)
     assert "5 job(s) match" in text_of(browser, "total")
     for job in ids[1:3]:
         browser.find_element("css selector", f'input.pick[value="{job}"]').click()
     screenshot(browser, site, "jobs-selection")
+    try:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        screenshot(browser, site, "jobs-selection-dark")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     browser.find_element("id", "pick-cancel").click()
-    until(browser, lambda d: d.find_elements("id", "preview"))
+    until_page(browser, lambda d: d.find_elements("id", "preview"))
     assert browser.find_element("id", "confirm").text == "Cancel 2 job(s)"
     browser.find_element("id", "confirm").click()
-    until(browser, lambda d: "cancelled 2 job(s)" in flash(d))
-    assert [site.manager.get(j).status for j in ids] == ["pending", "cancelled", "cancelled", "pending", "pending"]
+    until_page(browser, lambda d: "cancelled 2 job(s)" in flash(d))
+    assert [site.manager.reports.get(j).status for j in ids] == ["pending", "cancelled", "cancelled", "pending", "pending"]
 
 
 def test_pause_a_queue_and_see_a_runner_skip_it(browser, site):
@@ -207,12 +225,12 @@ def test_pause_a_queue_and_see_a_runner_skip_it(browser, site):
     row = f'#queues tr[data-queue="{queue}"]'
     browser.find_element("css selector", f"{row} input[name=reason]").send_keys("gateway down, INC-1")
     browser.find_element("css selector", f"{row} button.pause").click()
-    until(browser, lambda d: f"paused queue {queue} (gateway down, INC-1)" in flash(d))
+    until_page(browser, lambda d: f"paused queue {queue} (gateway down, INC-1)" in flash(d))
     assert "paused" in browser.find_element("css selector", row).text
     assert site.run_due("--queue", queue)["claimed"] == 0                  # the runner skips the paused queue
-    assert site.manager.get(job).status == "pending"
+    assert site.manager.reports.get(job).status == "pending"
     browser.find_element("css selector", f"{row} button.resume").click()
-    until(browser, lambda d: f"resumed queue {queue}" in flash(d))
+    until_page(browser, lambda d: f"resumed queue {queue}" in flash(d))
     assert site.run_due("--queue", queue)["succeeded"] == 1
 
 
@@ -231,24 +249,30 @@ def test_xss_payloads_stay_text(browser, site):
     assert no_alert(browser)
 
 
-def test_overview_shows_a_live_runner_with_its_job_and_the_chart(browser, site, tmp_path):
+def test_overview_shows_a_live_runner_with_its_job_and_the_chart_without_a_reload(browser, site, tmp_path):
+    """Issue 24: refresh without reload. The page is loaded once: the runner's row, its job and the chart's bars
+    arrive by the live refresh (a marker set on the page's window survives: it was never reloaded)."""
     queue = f"reports{secrets.token_hex(2)}"
-    job = site.manager.enqueue(HANG, {"path": str(tmp_path / "hang.log"), "seconds": 6}, queue=queue).id
+    site.open(browser, "/")
+    site.live(browser, True)
+    until_page(browser, lambda d: text_of(d, "live-toggle") == "live")
+    browser.execute_script("window.loadedOnce = 42")
+    job = site.manager.enqueue(HANG, {"path": str(tmp_path / "hang.log"), "seconds": 8}, queue=queue).id
+    site.manager.enqueue(NOOP, queue=queue)
     env = dict(site.backend.env(), DELAYQ_HEARTBEAT="0.3")
-    runner = subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), "--for", "60", "--queue", queue],
-                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(command("run_due.py", "--for", "60", "--queue", queue), env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        site.open(browser, "/")
-
-        def live(d):
-            d.refresh()
-            return d.find_elements("css selector", f'#runners tr.live a[href$="/jobs/{job}"]')
-        until(browser, live, timeout=30)
+        until_page(browser, lambda d: d.find_elements("css selector", f'#runners tr.live a[href$="/jobs/{job}"]'),
+                   timeout=30)
         row = browser.find_element("css selector", "#runners tr.live").text
         assert str(runner.pid) in row and queue in row
-        bars = browser.find_elements("css selector", "svg.chart rect")
-        assert bars and "succeeded" in browser.find_element("css selector", "svg.chart > title").get_attribute(
-            "textContent")
+        until_page(browser, lambda d: d.find_elements("css selector", f'#queues tr[data-queue="{queue}"]'))
+        title = browser.find_element("css selector", "#chart-attempts > title").get_attribute("textContent")
+        assert title.startswith("Attempts per minute, last hour") and "succeeded" in title
+        assert browser.find_elements("css selector", "#chart-attempts rect.bar-ok")
+        assert browser.execute_script("return window.loadedOnce") == 42          # never reloaded
+        assert text_of(browser, "live-stamp").startswith("updated ")
         screenshot(browser, site, "overview")
     finally:
         runner.send_signal(signal.SIGTERM)
@@ -257,10 +281,40 @@ def test_overview_shows_a_live_runner_with_its_job_and_the_chart(browser, site, 
         except subprocess.TimeoutExpired:
             runner.kill()
             runner.wait()
+        site.live(browser, False)
+
+
+def test_a_live_part_being_worked_in_waits_and_pause_stops_the_refresh(browser, site):
+    """A reason being typed is not wiped by the refresh: the queues table waits while it holds typed text (the
+    refresh goes on around it), then follows; "paused" stops every refresh, and the choice is kept."""
+    here = f"here{secrets.token_hex(2)}"
+    site.manager.enqueue(NOOP, queue=here, delay=600)
+    site.open(browser, "/")
+    site.live(browser, True)
+    typed = f"INC-{secrets.token_hex(2)}"
+    field = browser.find_element("css selector", f'#queues tr[data-queue="{here}"] input[name=reason]')
+    field.send_keys(typed)
+    queue = f"late{secrets.token_hex(2)}"
+    site.manager.enqueue(NOOP, queue=queue, delay=600)
+    first = text_of(browser, "live-stamp")
+    until_page(browser, lambda d: text_of(d, "live-stamp").startswith("updated ") and text_of(d, "live-stamp") != first)
+    stamp = text_of(browser, "live-stamp")
+    until_page(browser, lambda d: text_of(d, "live-stamp") != stamp)           # a second refresh went by
+    assert field.get_attribute("value") == typed                             # the table waited for it
+    assert not browser.find_elements("css selector", f'#queues tr[data-queue="{queue}"]')
+    field.clear()
+    browser.find_element("css selector", "h1").click()                        # the focus leaves it
+    until_page(browser, lambda d: d.find_elements("css selector", f'#queues tr[data-queue="{queue}"]'))
+    browser.find_element("id", "live-toggle").click()
+    until_page(browser, lambda d: text_of(d, "live-toggle") == "paused")
+    assert browser.execute_script("return window.localStorage.getItem('delayq-live')") == "off"
+    browser.refresh()
+    until_page(browser, lambda d: text_of(d, "live-toggle") == "paused")      # kept across pages
+    site.live(browser, False)
 
 
 def test_dark_mode_follows_the_system_setting(browser, site):
-    """Issue 24: no dark mode. The pages follow prefers-color-scheme (no switch to keep, no script): the overview
+    """Issue 24: no dark mode. The pages follow prefers-color-scheme (no switch to keep): the overview
     and a failed job's page, with the system set to dark, are light text on a dark ground."""
     failed = site.manager.enqueue(FLAKY, {"order_id": 9, "fail_times": 1}, ext="order:dark", max_attempts=1).id
     assert site.run_due()["failed"] == 1
@@ -274,7 +328,7 @@ def test_dark_mode_follows_the_system_setting(browser, site):
                                     {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
             for path, name in (("/", "overview"), (f"/jobs/{failed}", "job")):
                 site.open(browser, path)
-                until(browser, lambda d: d.find_elements("css selector", "header.top"))
+                until_page(browser, lambda d: d.find_elements("css selector", "header.top"))
                 assert (sum(ground(browser)) < 120) == (scheme == "dark"), (scheme, path, ground(browser))
                 if scheme == "dark":
                     screenshot(browser, site, f"{name}-dark")
@@ -294,8 +348,8 @@ def test_a_post_without_the_csrf_token_is_refused(site):
         forged = http.post(site.base + f"/jobs/{job}/cancel", data={"csrf": "x" * 43}, timeout=10,
                            allow_redirects=False)
         assert forged.status_code == 403
-    assert site.manager.get(job).status == "pending"
-    assert site.manager.count(JobFilter(ids=(job,))) == [("default", "pending", 1)]
+    assert site.manager.reports.get(job).status == "pending"
+    assert site.manager.reports.count(JobFilter(ids=(job,))) == [("default", "pending", 1)]
     stranger = requests.post(site.base + f"/jobs/{job}/cancel", timeout=10, allow_redirects=False)
     assert stranger.status_code == (401 if site.password else 403)
-    assert site.manager.get(job).status == "pending"
+    assert site.manager.reports.get(job).status == "pending"

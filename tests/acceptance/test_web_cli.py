@@ -9,20 +9,15 @@ import sys
 
 import pytest
 
-from tests.acceptance.test_scripts import BIN
 from tests.conftest import ROOT
-
-
-def web(*args: str, env: dict | None = None, python: str = sys.executable, cwd: str = ROOT):
-    return subprocess.run([python, os.path.join(BIN, "web.py"), *args], capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ, DELAYQ_DATABASE_URL="sqlite:///web-cli.db"), cwd=cwd)
+from tests.helpers import script
 
 
 @pytest.mark.parametrize("listen", ["0.0.0.0:0", "[::]:0", "example.com:8080", "10.1.2.3:8080"])
 def test_a_bind_beyond_loopback_without_a_password_refuses_to_start(listen, tmp_path):
     env = dict(os.environ, DELAYQ_DATABASE_URL=f"sqlite:///{tmp_path}/d.db")
     env.pop("DELAYQ_WEB_PASSWORD", None)
-    done = web("--listen", listen, env=env)
+    done = script(env, "web.py", "--listen", listen, timeout=60)
     host = listen.rsplit(":", 1)[0].strip("[]")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"web.py: error: refusing to listen on {host}:") and done.stderr.count("\n") == 1
@@ -32,7 +27,7 @@ def test_a_bind_beyond_loopback_without_a_password_refuses_to_start(listen, tmp_
 
 def test_a_short_password_is_refused_too(tmp_path):
     env = dict(os.environ, DELAYQ_DATABASE_URL=f"sqlite:///{tmp_path}/d.db", DELAYQ_WEB_PASSWORD="pa55w0rd")
-    done = web("--listen", "0.0.0.0:0", env=env)
+    done = script(env, "web.py", "--listen", "0.0.0.0:0", timeout=60)
     assert done.returncode == 2 and "DELAYQ_WEB_PASSWORD is too short" in done.stderr and "pa55w0rd" not in done.stderr
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.acceptance.test_operator_scripts import _mysql_tables
 from tests.conftest import MYSQL_URL, ROOT, new_prefix, require
+from tests.helpers import script
 
 # Every command that does not enqueue, with arguments that would otherwise work on an empty database.
 READERS = {
@@ -28,8 +27,7 @@ def delayq(cwd, *args, timeout=30, **settings):
     """`delayq ARGS` as a user runs it in `cwd`: no DELAYQ_* setting but those given (and no .env there)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DELAYQ_")}
     env.update(settings, PYTHONPATH=ROOT, DELAYQ_ALLOWED_MODULES="examples")
-    return subprocess.run([sys.executable, "-m", "delayq", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return script(env, "delayq", *args, cwd=cwd, timeout=timeout)
 
 
 def refused(done, command, where, prefix="delayq"):

@@ -25,6 +25,7 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "lib"), ROOT]
 
+from delayq import recovery
 import delayq  # noqa: E402
 from delayq.config import Config  # noqa: E402
 from delayq.runner import orphans  # noqa: E402
@@ -75,8 +76,8 @@ class World:
             return Counter(int(line.split()[1]) for line in f if line.strip())
 
     def compensate(self) -> None:
-        self.q.recover_expired()
-        self.q.reconcile()
+        recovery.recover_expired(self.q)
+        recovery.reconcile(self.q.store, self.q.index, self.q.clock)
 
     def wait_final(self, timeout: float, compensate_every: float = 1.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -160,7 +161,7 @@ def s2_flush(tmp: str, redis: PrivateRedis) -> dict:
     before = w.statuses()
     w.q.index.r.flushall()                       # our own private Redis: FLUSHALL is ours to do
     t0 = time.monotonic()
-    rebuilt = w.q.reconcile()
+    rebuilt = recovery.reconcile(w.q.store, w.q.index, w.q.clock)
     seconds = time.monotonic() - t0
     with w.q.store.tx() as cur:
         cur.execute(f"SELECT id FROM {w.prefix}_jobs WHERE status = 'pending'")

@@ -9,7 +9,6 @@ exactly as it was, or accepted: the row count grows by what was created. Anythin
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 from collections import Counter
@@ -30,6 +29,7 @@ from delayq.runner import Runner
 from examples import shop
 from tests.conftest import ALLOWED, make_backend
 from tests.fuzz.strategies import PATH
+from tests.helpers import strict_json
 
 FAR = validate.MAX_TIME + 2 * 366 * 86400.0      # after every due time and deadline validation admits
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -57,13 +57,6 @@ class Tally:
 
 
 TALLY = Tally()
-
-
-def strict_json(text: str) -> Any:
-    def refuse(name):
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
 
 
 class World:
@@ -181,7 +174,7 @@ class World:
         """What validation made of the input is what the store kept: no column cut it short or rounded it."""
         raw = {k: v for k, v in raw.items() if v is not None and not (k == "unique" and not v)}
         spec = validate.job(raw, self.manager.clock.now(), Registry(ALLOWED))
-        job = self.manager.get(job_id)
+        job = self.manager.reports.get(job_id)
         kept = (job.call, job.args_json, job.queue, job.ext, job.ladder, job.max_attempts, job.priority,
                 job.on_timeout, bool(job.at_most_once))
         meant = (spec.call, spec.args_json, spec.queue, spec.ext, spec.ladder, spec.max_attempts, spec.priority,

@@ -39,7 +39,9 @@ def fuzz(entry: str, kind: str):
 
 
 @pytest.fixture
-def world(request, tmp_path, monkeypatch):
+def make_world(tmp_path, monkeypatch):
+    """make_world(kind, entry): a fuzz harness World (tests/fuzz/harness.py) on "sqlite" or "mysql", closed after
+    the test; not the acceptance tests' `world` (a Backend)."""
     made = []
 
     def make(kind: str, entry: str) -> World:
@@ -52,8 +54,8 @@ def world(request, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "mysql"])
-def test_enqueue_flags(world, kind):
-    w = world(kind, "enqueue flags")
+def test_enqueue_flags(make_world, kind):
+    w = make_world(kind, "enqueue flags")
 
     @fuzz("enqueue flags", kind)
     @given(S.cli_argv())
@@ -65,8 +67,8 @@ def test_enqueue_flags(world, kind):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "mysql"])
-def test_bulk_lines(world, kind):
-    w = world(kind, "bulk lines")
+def test_bulk_lines(make_world, kind):
+    w = make_world(kind, "bulk lines")
 
     @fuzz("bulk lines", kind)
     @given(S.bulk_lines())
@@ -78,8 +80,8 @@ def test_bulk_lines(world, kind):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "mysql"])
-def test_client_enqueue(world, kind):
-    w = world(kind, "client")
+def test_client_enqueue(make_world, kind):
+    w = make_world(kind, "client")
 
     @fuzz("client", kind)
     @given(S.client_call())
@@ -91,8 +93,8 @@ def test_client_enqueue(world, kind):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "mysql"])
-def test_pull_put(world, kind):
-    w = world(kind, "pull put")
+def test_pull_put(make_world, kind):
+    w = make_world(kind, "pull put")
 
     @fuzz("pull put", kind)
     @given(S.pull_put())
@@ -103,8 +105,8 @@ def test_pull_put(world, kind):
     w.display_and_run()
 
 
-def test_settings(world):
-    w = world("sqlite", "settings")
+def test_settings(make_world):
+    w = make_world("sqlite", "settings")
 
     @fuzz("settings", "sqlite")
     @given(S.ENV)

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from delayq.alerts import Alerter
-from delayq.runner import Runner
+from tests.helpers import run
 
 FAIL = "examples.shop:refund_rejected"
 
@@ -55,10 +55,10 @@ def receiver():
 def test_a_storm_of_failures_is_one_digest_and_is_sent_once(q, receiver):
     for i in range(30):
         q.enqueue(FAIL, {"order_id": i}, ext=f"order:{i}")
-    Runner(q, ["default"], 100).run_pass()
+    run(q, batch=100)
     alerter = Alerter(receiver.url, "feishu")
-    assert q.send_alerts(alerter) == 30
-    assert q.send_alerts(alerter) == 0
+    assert q.control.send_alerts(alerter) == 30
+    assert q.control.send_alerts(alerter) == 0
     assert len(receiver.bodies) == 1
     body = receiver.bodies[0]
     text = body["json"]["content"]["text"]
@@ -68,25 +68,25 @@ def test_a_storm_of_failures_is_one_digest_and_is_sent_once(q, receiver):
 
 def test_undelivered_alert_is_retried_next_run_and_never_raises(q, receiver):
     q.enqueue(FAIL, {"order_id": 1})
-    Runner(q, ["default"]).run_pass()
+    run(q)
     receiver.status = 500
-    assert q.send_alerts(Alerter(receiver.url, "slack")) == 0
+    assert q.control.send_alerts(Alerter(receiver.url, "slack")) == 0
     dead = Alerter("http://127.0.0.1:1/nothing-listens", "slack")
-    assert q.send_alerts(dead) == 0
+    assert q.control.send_alerts(dead) == 0
     receiver.status = 200
-    assert q.send_alerts(Alerter(receiver.url, "slack")) == 1
+    assert q.control.send_alerts(Alerter(receiver.url, "slack")) == 1
     assert [b["json"]["text"].splitlines()[0] for b in receiver.bodies] == [
         "delayq: 1 job(s) failed for good", "delayq: 1 job(s) failed for good"]
 
 
 def test_a_retried_job_that_fails_again_alerts_again(q, receiver):
     job = q.enqueue(FAIL, {"order_id": 1})
-    Runner(q, ["default"]).run_pass()
+    run(q)
     alerter = Alerter(receiver.url, "json")
-    assert q.send_alerts(alerter) == 1
+    assert q.control.send_alerts(alerter) == 1
     q.retry(job_id=job.id)
-    Runner(q, ["default"]).run_pass()
-    assert q.send_alerts(alerter) == 1
+    run(q)
+    assert q.control.send_alerts(alerter) == 1
     assert [b["json"]["jobs"][0]["id"] for b in receiver.bodies] == [job.id, job.id]
 
 

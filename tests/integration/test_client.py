@@ -16,22 +16,13 @@ import delayq
 from delayq.client import Client
 from delayq.errors import InvalidInput
 from delayq.index.redis import RedisIndex
-from delayq.runner import Runner
 from examples.shop import flaky_sync, noop, record
+from tests.helpers import drain
 
 
 @pytest.fixture
 def client(backend):
     return Client(backend.manager())
-
-
-def drain(manager, queues=("default",)) -> int:
-    ran = 0
-    while True:
-        summary = Runner(manager, list(queues), 500).run_pass()
-        ran += summary.succeeded
-        if not summary.claimed:
-            return ran
 
 
 def test_32_threads_share_one_client_and_write_every_job_once(client, backend):
@@ -57,7 +48,7 @@ def test_32_threads_share_one_client_and_write_every_job_once(client, backend):
     index = client.manager.index
     if isinstance(index, RedisIndex):
         assert index.r.zcard(index.keys("default")[0]) == total
-    assert drain(client.manager) == total
+    assert drain(client.manager, batch=500) == total
 
 
 def test_a_client_keeps_working_in_forked_children_and_in_its_parent(client, backend):
@@ -78,7 +69,7 @@ def test_a_client_keeps_working_in_forked_children_and_in_its_parent(client, bac
     assert statuses == [0, 0, 0, 0]
     client.enqueue(noop, ext="parent:after")             # the parent's connections were not broken by the children
     assert backend.sql("SELECT COUNT(DISTINCT ext) FROM {jobs}")[0][0] == 4 * 50 + 2
-    assert drain(client.manager) == 4 * 50 + 2
+    assert drain(client.manager, batch=500) == 4 * 50 + 2
 
 
 def app_connection(backend):
@@ -106,7 +97,7 @@ def test_enqueue_in_the_applications_transaction(client, backend, tmp_path):
     conn.close()
     assert client.manager.store.by_ext("lost") == []     # (SQLite may hand its id to the next job: look by key)
     # no rebuild: the next runner pass adds the committed job's index entry, then runs it
-    assert drain(client.manager) == 1
+    assert drain(client.manager, batch=500) == 1
     assert log.read_text().split()[0] == "committed"
     assert client.get(kept.id).status == "succeeded"
 

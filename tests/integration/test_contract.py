@@ -9,13 +9,10 @@ from delayq.errors import BackendError, InvalidInput, NotFound
 from delayq.index.redis import RedisIndex
 from delayq.runner import Runner
 from tests.conftest import make_backend
+from tests.helpers import run
 
 NOOP = "examples.shop:noop"
 FLAKY = "examples.shop:flaky_sync"
-
-
-def run(q, queues=("default",), batch=200):
-    return Runner(q, list(queues), batch).run_pass()
 
 
 def test_job_runs_only_when_due_and_records_attempt(q, clock):
@@ -28,7 +25,7 @@ def test_job_runs_only_when_due_and_records_attempt(q, clock):
     assert (summary.claimed, summary.succeeded) == (1, 1)
     stored = q.store.get(job.id)
     assert stored.status == "succeeded" and stored.attempts == 1 and stored.finished_at == clock.now()
-    attempts = q.attempts(job.id)
+    attempts = q.reports.attempts(job.id)
     assert [(a.attempt, a.outcome) for a in attempts] == [(1, "succeeded")]
     assert run(q).claimed == 0
 
@@ -43,7 +40,7 @@ def test_failure_retries_on_the_ladder_then_succeeds(q, clock):
     assert run(q).claimed == 0
     clock.advance(1)
     assert run(q).succeeded == 1
-    assert [a.outcome for a in q.attempts(job.id)] == ["retry", "succeeded"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["retry", "succeeded"]
 
 
 def test_attempts_exhausted_fail_the_job(q, clock):
@@ -53,7 +50,7 @@ def test_attempts_exhausted_fail_the_job(q, clock):
         clock.advance(1)
     stored = q.store.get(job.id)
     assert stored.status == "failed" and stored.attempts == 3
-    assert [a.outcome for a in q.attempts(job.id)] == ["retry", "retry", "failed"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["retry", "retry", "failed"]
     assert run(q).claimed == 0
 
 
@@ -238,10 +235,10 @@ def test_run_for_sleeps_until_the_next_due_job(q, clock):
 
 def test_find_and_show(q):
     job = q.enqueue("examples.shop:record", ext="order:42", args={"path": "/dev/null", "tag": "中文"})
-    assert [j.id for j in q.find(ext="order:42")] == [job.id]
-    assert q.find(job_id=job.id)[0].args == {"path": "/dev/null", "tag": "中文"}
+    assert [j.id for j in q.reports.find(ext="order:42")] == [job.id]
+    assert q.reports.find(job_id=job.id)[0].args == {"path": "/dev/null", "tag": "中文"}
     with pytest.raises(NotFound):
-        q.find(ext="order:none")
+        q.reports.find(ext="order:none")
 
 
 def test_index_failure_on_enqueue_leaves_no_row(tmp_path, clock):
@@ -265,7 +262,7 @@ def test_outcomes_are_written_only_for_jobs_the_claim_still_holds(q, backend):
     assert q.finish(outcomes) == {a.id}
     assert q.store.get(a.id).status == "succeeded"
     assert q.store.get(b.id).status == "running"
-    assert len(q.attempts(b.id)) == 1      # the run did happen: it stays in the audit trail
+    assert len(q.reports.attempts(b.id)) == 1      # the run did happen: it stays in the audit trail
 
 
 def test_pipelined_runner_writes_every_outcome_on_its_second_connection(backend, clock, tmp_path):

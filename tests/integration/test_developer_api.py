@@ -19,13 +19,14 @@ import pytest
 import delayq
 from delayq import default, testing
 from delayq.client import Client
-from delayq.runner import Runner
 from examples.shop import auto_confirm, flaky_sync, noop, refund_rejected
 from tests import developer_jobs
 from tests.conftest import ROOT
 from tests.developer_jobs import RAN, add, chain, notify, positional_only, remember
+from tests.helpers import drain
 
 ALLOWED = ("examples", "tests.developer_jobs")
+QUEUES = ("default", "erp", "sms")          # the queues the tests below enqueue to: drain() runs them all
 
 
 @pytest.fixture(autouse=True)
@@ -58,15 +59,6 @@ def stored(backend) -> list[tuple]:
     return backend.sql("SELECT callable, args, queue, ext, priority, due_at, status FROM {jobs} ORDER BY id")
 
 
-def drain(manager) -> int:
-    ran = 0
-    while True:
-        summary = Runner(manager, ["default", "erp", "sms"], 500).run_pass()
-        ran += summary.succeeded
-        if not summary.claimed:
-            return ran
-
-
 # -- typed methods -------------------------------------------------------------------------------------------------
 def test_a_job_function_enqueues_itself_with_its_own_arguments(client, backend, clock):
     first = auto_confirm.options(client=client).enqueue(123)
@@ -90,7 +82,7 @@ def test_a_jobs_parameters_named_like_options_stay_the_jobs(client, backend, clo
     [(_, args, queue, ext, _, due, _)] = stored(backend)
     assert (json.loads(args), queue, ext, float(due)) == ({"queue": "email", "delay": 3, "ext": "x"}, "sms", None,
                                                           clock.now())
-    assert drain(client.manager) == 1
+    assert drain(client.manager, QUEUES, batch=500) == 1
     assert [value for tag, _, _, value in RAN] == [["email", 3, "x"]]
 
 
@@ -115,7 +107,7 @@ def test_a_plain_call_still_just_runs_the_function_and_enqueue_by_dict_still_wor
     assert developer_jobs.add is add and pickle.loads(pickle.dumps(add)) is add     # the same function object
     assert client.enqueue(add, {"a": 1, "b": 2}).created                            # the existing form, unchanged
     assert client.enqueue("tests.developer_jobs:add", {"a": 3, "b": 4}).created
-    assert drain(client.manager) == 2
+    assert drain(client.manager, QUEUES, batch=500) == 2
 
 
 def app_connection(backend, client):
@@ -141,7 +133,7 @@ def test_enqueue_with_connection_joins_the_applications_transaction(client, back
     conn.commit()
     conn.close()
     assert [ext for _, _, _, ext, _, _, _ in stored(backend)] == ["kept"]
-    assert drain(client.manager) == 1 and [tag for tag, *_ in RAN] == ["committed"]
+    assert drain(client.manager, QUEUES, batch=500) == 1 and [tag for tag, *_ in RAN] == ["committed"]
 
 
 # -- the default client ------------------------------------------------------------------------------------------

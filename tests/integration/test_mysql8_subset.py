@@ -160,7 +160,7 @@ def _maintenance_and_reports(store) -> None:
                            ext_prefix=None, since=NOW - 1, until=NOW + 1, time_field="due")
     assert [j["id"] for j in store.search(everything, None, 10)] == [kept.id]
     assert store.count(JobFilter(call="examples.", ext="u", error="x")) == []
-    snapshot = JobFilter(ids=(kept.id,), arg=("k", "v"), upto_id=kept.id, as_of=NOW + 1)
+    snapshot = JobFilter(ids=(kept.id,), arg=("k", "v"), upto_id=kept.id, as_of=NOW + 1, above_id=0)
     assert store.count(snapshot) == [] and store.count_upto(JobFilter(ids=(kept.id,), upto_id=kept.id), 5) == 1
     assert store.search_keys(JobFilter(statuses=(PENDING,), timed_out=True), None, 10, by_id=True) == []
     assert sorted(store.count(JobFilter(ext_prefix="o:"))) == [("default", "cancelled", 1), ("default", PENDING, 1)]
@@ -179,7 +179,10 @@ def _maintenance_and_reports(store) -> None:
     assert store.make_due(later.id, NOW) and store.get(later.id).due_at == NOW
     counts = {(queue, status): n for queue, status, n, _, _ in store.queue_counts(NOW)}
     assert counts[("m", PENDING)] == 1
-    assert {outcome for _, outcome, _ in store.attempts_per_minute(NOW - 3600)} >= {"failed"}
+    assert {row[1] for row in store.attempts_per_bucket(NOW - 3600, NOW - 3600, NOW + 3600, 60)} >= {"failed"}
+    t0 = NOW - NOW % 300 - 3600
+    assert store.roll_up(t0, t0 + 7200, t0 - 86400) >= 1 and store.rolled_upto() is not None
+    assert {row[1] for row in store.rollups_per_bucket(t0, t0, t0 + 7200, 3600, queue="c")} >= {"failed"}
     store.record_action({"id": "a" * 32, "at": NOW, "address": "127.0.0.1", "actor": "ops", "action": "retry",
                          "target": "job 1", "jobs": 1, "detail": "{}"})
     assert [a["action"] for a in store.actions(NOW + 1, 10)] == ["retry"]

@@ -7,17 +7,9 @@ from collections import Counter
 import pytest
 
 from delayq.errors import InvalidInput
-from delayq.runner import Runner
+from tests.helpers import effects, run
 
 POLL = "examples.shop:poll_payment"
-
-
-def run(q, queues=("default",)):
-    return Runner(q, list(queues)).run_pass()
-
-
-def effects(path):
-    return Counter(line.split()[0] for line in path.read_text().splitlines()) if path.exists() else Counter()
 
 
 def step_until_idle(q, clock, queues=("default",), limit=200):
@@ -46,7 +38,7 @@ def test_polling_snoozes_on_the_stepped_ladder_until_paid(q, clock, tmp_path):
     assert gaps == [1, 1, 1, 1, 1, 5, 5]
     stored = q.store.get(job.id)
     assert stored.status == "succeeded" and stored.last_error is None
-    assert [a.outcome for a in q.attempts(job.id)] == ["snoozed"] * 7 + ["succeeded"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["snoozed"] * 7 + ["succeeded"]
     assert effects(log) == Counter(poll=8, paid=1)
     assert q.store.alerts_due(10) == []
 
@@ -62,7 +54,7 @@ def test_deadline_ends_polling_and_the_timeout_handler_runs_once(q, clock, tmp_p
     assert stored.status == "timed_out" and stored.finished_at <= start + 180
     assert effects(log)["timeout"] == 1
     assert 20 < effects(log)["poll"] < 40          # 5 + 5 + 10 steps, then every 30 s up to 180 s
-    [handler] = [j for j in q.find(ext="order:2") if j.id != job.id]
+    [handler] = [j for j in q.reports.find(ext="order:2") if j.id != job.id]
     assert handler.call == "examples.shop:mark_timed_out" and handler.status == "succeeded"
     assert handler.args == stored.args
     assert q.store.alerts_due(10) == []            # a timeout is not a failure
@@ -85,7 +77,7 @@ def test_failures_while_polling_follow_the_ladder_and_limits(q, clock):
     step_until_idle(q, clock)
     stored = q.store.get(job.id)
     assert stored.status == "failed" and stored.attempts == 3
-    assert [a.outcome for a in q.attempts(job.id)] == ["retry", "retry", "failed"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["retry", "retry", "failed"]
 
 
 def test_deadline_as_a_time_and_on_timeout_needs_a_deadline(q, clock):
@@ -105,11 +97,11 @@ def test_emit_creates_one_job_per_handler_each_on_its_own(backend, clock, tmp_pa
     log = tmp_path / "e.log"
     event_id, jobs = q.emit("order.completed", {"order_id": 1, "path": str(log), "total": 650, "erp_down": True})
     assert len(jobs) == 3
-    found = q.find(event_id=event_id)
+    found = q.reports.find(event_id=event_id)
     assert {j.call.split(":")[1] for j in found} == {"upgrade_to_diamond", "send_email", "sync_to_erp"}
     assert {j.queue for j in found} == {"default", "mail"} and {j.event for j in found} == {"order.completed"}
     run(q, ["default", "mail"])
-    statuses = {j.call.split(":")[1]: j.status for j in q.find(event_id=event_id)}
+    statuses = {j.call.split(":")[1]: j.status for j in q.reports.find(event_id=event_id)}
     assert statuses == {"upgrade_to_diamond": "succeeded", "send_email": "succeeded", "sync_to_erp": "pending"}
     assert effects(log) == Counter(diamond=1, email=1, erp=1)
 

@@ -50,7 +50,7 @@ def test_release_bury_kick(tube, clock):
     assert tube.m.store.get(job).last_error == "buried: template missing"
     assert tube.kick("email", 5) == 1
     assert tube.reserve("email").id == job
-    assert [a.outcome for a in tube.m.attempts(job)] == ["released", "buried"]
+    assert [a.outcome for a in tube.m.reports.attempts(job)] == ["released", "buried"]
 
 
 def test_flaw_reserve_race_two_consumers_never_get_the_same_message(backend, clock):

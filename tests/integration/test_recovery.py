@@ -7,22 +7,16 @@ from collections import Counter
 import pytest
 
 
+from delayq import bulk, recovery
 from delayq.index.redis import CLAIM_WINDOW
 from delayq.jobs import claim_token
-from delayq.runner.decide import UNKNOWN
+from delayq.retries import UNKNOWN
 from delayq.errors import InvalidInput, NotFound
 from delayq.runner import Runner
 from tests.conftest import REBUILDABLE, make_backend
+from tests.helpers import effects, run
 
 NOOP = "examples.shop:noop"
-
-
-def run(q, batch=200):
-    return Runner(q, ["default"], batch).run_pass()
-
-
-def effects(path):
-    return Counter(line.split()[0] for line in path.read_text().splitlines()) if path.exists() else Counter()
 
 
 def crash_after_claim(q, limit=200):
@@ -39,13 +33,13 @@ def test_killed_runner_job_runs_again_and_the_interrupted_attempt_counts(q, cloc
     job = q.enqueue(NOOP)
     crash_after_claim(q)
     clock.advance(q.lease - 1)
-    assert q.recover_expired() == []            # lease not run out yet
+    assert recovery.recover_expired(q) == []            # lease not run out yet
     clock.advance(2)
-    recovered = q.recover_expired()
+    recovered = recovery.recover_expired(q)
     assert [(r.id, r.status) for r in recovered] == [(job.id, "pending")]
-    assert q.recover_expired() == []            # a second compensate run finds nothing
+    assert recovery.recover_expired(q) == []            # a second compensate run finds nothing
     assert run(q).succeeded == 1
-    assert [a.outcome for a in q.attempts(job.id)] == ["interrupted", "succeeded"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["interrupted", "succeeded"]
     assert q.store.get(job.id).attempts == 2
 
 
@@ -66,7 +60,7 @@ def test_a_claim_committed_late_does_not_hand_its_jobs_an_expired_lease(q, clock
         return jobs
     q.index.claim = held_up
     assert [j.id for j in q.claim(["default"], 10)] == [job.id]
-    assert q.recover_expired() == []
+    assert recovery.recover_expired(q) == []
     assert q.store.get(job.id).lease_until >= clock.now() + q.lease - 1
 
 
@@ -74,7 +68,7 @@ def test_interrupted_job_without_attempts_left_fails(q, clock):
     job = q.enqueue(NOOP, max_attempts=1)
     crash_after_claim(q)
     clock.advance(q.lease + 1)
-    q.recover_expired()
+    recovery.recover_expired(q)
     stored = q.store.get(job.id)
     assert stored.status == "failed" and "no attempts left" in stored.last_error
 
@@ -86,12 +80,12 @@ def test_at_most_once_job_that_began_is_never_rerun(q, clock, tmp_path):
     jobs = crash_after_claim(q)
     assert q.begin(jobs[0])          # it began (and charged), then the host died
     clock.advance(q.lease + 1)
-    q.recover_expired()
+    recovery.recover_expired(q)
     stored = q.store.get(job.id)
     assert stored.status == "failed" and stored.last_error.endswith(UNKNOWN)
     clock.advance(3600)
     assert run(q).claimed == 0
-    assert [a.outcome for a in q.attempts(job.id)] == ["interrupted"]
+    assert [a.outcome for a in q.reports.attempts(job.id)] == ["interrupted"]
     assert [j["id"] for j in q.store.alerts_due(10)] == [job.id]
 
 
@@ -100,7 +94,7 @@ def test_at_most_once_job_claimed_but_not_begun_may_run_once(q, clock, tmp_path)
     job = q.enqueue("examples.shop:charge", {"path": str(log)})
     crash_after_claim(q)
     clock.advance(q.lease + 1)
-    [r] = q.recover_expired()
+    [r] = recovery.recover_expired(q)
     assert r.status == "pending" and q.store.get(job.id).attempts == 0
     assert run(q).succeeded == 1
     assert effects(log)["charge"] == 1
@@ -111,7 +105,7 @@ def test_paused_runner_does_not_begin_an_at_most_once_job_taken_over(q, clock, t
     q.enqueue("examples.shop:charge", {"path": str(log)})
     jobs = crash_after_claim(q)                        # the runner is paused here (GC, swap, SIGSTOP)
     clock.advance(q.lease + 1)
-    q.recover_expired()
+    recovery.recover_expired(q)
     runner = Runner(q, ["default"])
     assert runner.execute(jobs[0]) is None      # wakes up: must not charge
     assert run(q).succeeded == 1                                   # the recovered job runs once
@@ -131,9 +125,9 @@ def test_a_long_job_extends_its_lease(q, clock):
     clock.advance(50)
     assert q.extend(jobs[0], 120)
     clock.advance(100)                                  # past the first lease, within the extension
-    assert q.recover_expired() == []
+    assert recovery.recover_expired(q) == []
     clock.advance(30)
-    assert [r.id for r in q.recover_expired()] == [job.id]
+    assert [r.id for r in recovery.recover_expired(q)] == [job.id]
     assert not q.extend(jobs[0], 60)        # the claim is gone now
 
 
@@ -181,7 +175,7 @@ def test_manual_step_interrupted_mid_run_is_failed_not_rerun(q, clock, tmp_path)
     assert q.store.begin_step(job.id, "add_week_star", jobs[0].token, clock.now())
     assert q.store.begin_step(job.id, "charge_user", jobs[0].token, clock.now())   # then the host died
     clock.advance(q.lease + 1)
-    [r] = q.recover_expired()
+    [r] = recovery.recover_expired(q)
     assert r.status == "failed" and r.error.endswith(UNKNOWN)
     steps = {s.name: s.status for s in q.store.steps(job.id)}
     assert steps == {"add_week_star": "pending", "charge_user": "failed", "notify": "pending"}
@@ -208,8 +202,8 @@ def test_purge_deletes_old_finished_jobs_with_history_and_keeps_failed(q, clock)
     clock.advance(4 * 86400)
     recent = q.enqueue(NOOP)
     run(q)
-    assert q.purge(["succeeded", "cancelled"], 3 * 86400, batch=1) == 1
-    assert q.store.get(old.id) is None and q.attempts(old.id) == []
+    assert bulk.purge_older(q, ["succeeded", "cancelled"], 3 * 86400, batch=1) == 1
+    assert q.store.get(old.id) is None and q.reports.attempts(old.id) == []
     assert q.store.get(failed.id).status == "failed" and q.store.get(recent.id).status == "succeeded"
 
 
@@ -228,12 +222,12 @@ def test_rebuild_restores_a_flushed_index(redis_q, clock):
     q.store.cancel(clock.now(), job_id=cancelled.id)       # its index entry is left behind
     due, inflight = q.index.keys("default")
     q.index.r.delete(due)                                  # FLUSHALL, eviction, a lost failover write...
-    result = q.reconcile()
+    result = recovery.reconcile(q.store, q.index, q.clock)
     assert (result.scanned, result.restored) == (1200, 1200)
     assert q.index.r.zcard(due) == 1200
-    assert q.reconcile().restored == 0             # idempotent
+    assert recovery.reconcile(q.store, q.index, q.clock).restored == 0             # idempotent
     clock.advance(5)
-    assert sum(run(q, 500).succeeded for _ in range(3)) == len(jobs)
+    assert sum(run(q, batch=500).succeeded for _ in range(3)) == len(jobs)
 
 
 def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
@@ -243,9 +237,9 @@ def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
     q.store.cancel(clock.now(), job_id=gone.id)
     ids = lua_claim_only(q, clock.now())      # claimed in Redis, then the runner died before its UPDATE
     assert set(ids) == {gone.id, stranded.id}
-    assert q.reconcile().restored == 0             # a live claim is left alone
+    assert recovery.reconcile(q.store, q.index, q.clock).restored == 0             # a live claim is left alone
     clock.advance(q.lease + 1)
-    result = q.reconcile()
+    result = recovery.reconcile(q.store, q.index, q.clock)
     assert result.restored == 1 and result.dropped == 1
     due, inflight = q.index.keys("default")
     assert q.index.r.zrange(due, 0, -1) == [str(stranded.id).encode()]
@@ -262,13 +256,13 @@ def test_a_claim_cut_between_its_two_steps_is_due_again_at_the_next_compensate(r
     now = clock.now()
     q.index.claim(["default"], now, 10, claim_token("dying-claimer-01"), q.lease)     # the whole claim: both steps
     q.store.unclaim(q.held("dying-claimer-01"), now)                   # undo the rows' step: as if never done
-    assert run(q).claimed == 0 and q.requeue_stranded() == 0             # in flight, its hint not yet out
+    assert run(q).claimed == 0 and recovery.requeue_stranded(q.store, q.index, q.clock.now()) == 0             # in flight, its hint not yet out
     hint = CLAIM_WINDOW + q.index.failover.wait                           # not the lease: it may be hours
     clock.advance(hint + 1)
-    assert q.lease > hint + 1 and q.requeue_stranded() == 1
+    assert q.lease > hint + 1 and recovery.requeue_stranded(q.store, q.index, q.clock.now()) == 1
     due, inflight = q.index.keys("default")
     assert q.index.r.zcard(inflight) == 0                                 # the cancelled one's member is gone too
-    assert run(q).succeeded == 1
+    assert run(q).succeeded == 1 and q.store.get(stranded.id).status == "succeeded"    # the stranded one ran
 
 
 def test_the_claims_of_a_claimer_seen_dying_are_due_again_at_once(redis_q, clock):
@@ -280,8 +274,8 @@ def test_the_claims_of_a_claimer_seen_dying_are_due_again_at_once(redis_q, clock
     q.index.claim(["default"], now, 1, claim_token(dead), q.lease)
     q.index.claim(["default"], now, 1, claim_token(live), q.lease)
     q.store.unclaim(q.held(dead), now)                         # its rows' step undone: it died between the two
-    assert q.requeue_claims(live) == 0                         # a live claim's rows are running: left alone
-    assert q.requeue_claims(dead) == 1
+    assert recovery.requeue_claims(q.store, q.index, live) == 0                         # a live claim's rows are running: left alone
+    assert recovery.requeue_claims(q.store, q.index, dead) == 1
     assert run(q).succeeded == 1 and q.store.get(job.id).status == "succeeded"
     assert q.store.get(other.id).status == "running"
 
@@ -291,11 +285,11 @@ def test_a_row_whose_index_entry_never_came_is_indexed_at_the_next_compensate(re
     next full rebuild's."""
     q = redis_q
     q.enqueue(NOOP)
-    assert q.index_newer() == 0                          # the first look only marks where the rows are
+    assert recovery.index_newer(q.store, q.index, q.clock.now()) == 0                          # the first look only marks where the rows are
     [lost] = q.store.insert_jobs([q.validate({"call": NOOP}, clock.now())], clock.now())
-    assert q.index_newer() == 0 and run(q).claimed == 1  # too new to judge: its entry may still be coming
+    assert recovery.index_newer(q.store, q.index, q.clock.now()) == 0 and run(q).claimed == 1  # too new to judge: its entry may still be coming
     clock.advance(6)
-    assert q.index_newer() == 1 and q.index_newer() == 0
+    assert recovery.index_newer(q.store, q.index, q.clock.now()) == 1 and recovery.index_newer(q.store, q.index, q.clock.now()) == 0
     assert run(q).succeeded == 1 and q.store.get(lost.id).status == "succeeded"
 
 
@@ -340,7 +334,7 @@ def test_at_most_once_class_marks_its_static_methods_too(q):
 
 
 def test_extend_takes_sane_seconds(q):
-    job = q.enqueue(NOOP)
+    q.enqueue(NOOP)
     jobs = q.claim(["default"], 1)
     for bad in (0, -5, 8 * 86400):
         with pytest.raises(InvalidInput):
@@ -352,6 +346,6 @@ def test_rebuild_drops_a_stale_due_member(redis_q, clock):
     keep = q.enqueue(NOOP, delay=60)
     gone = q.enqueue(NOOP, delay=60)
     q.store.cancel(clock.now(), job_id=gone.id)            # crash before the ZREM: a stale due member
-    result = q.reconcile()
+    result = recovery.reconcile(q.store, q.index, q.clock)
     assert (result.scanned, result.restored, result.dropped) == (1, 0, 1)
     assert q.index.r.zrange(q.index.keys("default")[0], 0, -1) == [str(keep.id).encode()]

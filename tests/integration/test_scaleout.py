@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 
@@ -14,8 +13,8 @@ import pytest
 
 from delayq.clock import SystemClock
 from tests.conftest import ROOT, SENTINEL_PASSWORD, TOPOLOGY_PASSWORD, make_backend
+from tests.helpers import command, script, until
 
-BIN = os.path.join(ROOT, "bin")
 QUEUES = [f"q{i}" for i in range(6)]
 
 
@@ -27,8 +26,8 @@ def cluster(request, tmp_path):
 
 
 def runner(backend, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, os.path.join(BIN, "run_due.py"), *args], env=backend.env(), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command("run_due.py", *args), env=backend.env(), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def test_3000_jobs_over_6_queues_on_the_cluster_with_2_runners_each_run_once(cluster, tmp_path):
@@ -40,12 +39,13 @@ def test_3000_jobs_over_6_queues_on_the_cluster_with_2_runners_each_run_once(clu
                     "queue": QUEUES[i % 6], "delay": 1} for i in range(3000))
     runners = [runner(cluster, "--for", "120", "--queue", ",".join(QUEUES), "--batch", "100", "--interval", "0.1",
                       "--quiet", "--json") for _ in range(2)]
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and cluster.sql("SELECT COUNT(*) FROM {jobs} WHERE status <> 'succeeded'")[0][0]:
-        time.sleep(0.2)
-    for r in runners:
-        r.send_signal(signal.SIGTERM)
-    outs = [r.communicate(timeout=60) for r in runners]
+    try:
+        until(lambda: cluster.sql("SELECT COUNT(*) FROM {jobs} WHERE status <> 'succeeded'")[0][0] == 0, timeout=120,
+              every=0.2)
+    finally:
+        for r in runners:
+            r.send_signal(signal.SIGTERM)
+        outs = [r.communicate(timeout=60) for r in runners]
     assert [r.returncode for r in runners] == [0, 0], outs
     runs = Counter(int(line.split()[1]) for line in log.read_text().splitlines())
     assert len(runs) == 3000 and set(runs.values()) == {1}
@@ -63,8 +63,7 @@ def test_a_wrong_password_exits_1_with_one_line_naming_the_form_and_host(kind, t
         if kind == "mysql+sentinel":   # the sentinels' own password wrong as well
             env["DELAYQ_REDIS_URL"] = env["DELAYQ_REDIS_URL"].replace(SENTINEL_PASSWORD, "nope-" + SENTINEL_PASSWORD)
         started = time.monotonic()
-        done = subprocess.run([sys.executable, os.path.join(BIN, "run_due.py")], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        done = script(env, "run_due.py", timeout=60)
         assert done.returncode == 1 and time.monotonic() - started < 10      # no waiting: a password is not a failover
         line = done.stderr.strip()
         form = "redis+cluster://" if kind == "mysql+cluster" else "redis+sentinel://"
@@ -76,8 +75,7 @@ def test_a_wrong_password_exits_1_with_one_line_naming_the_form_and_host(kind, t
 
 def test_a_bad_url_form_exits_2_naming_it():
     env = dict(os.environ, DELAYQ_REDIS_URL="redis+cluster://:hunter2@10.0.0.1:7000/3", PYTHONPATH=ROOT)
-    done = subprocess.run([sys.executable, os.path.join(BIN, "run_due.py")], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    done = script(env, "run_due.py", timeout=60)
     assert done.returncode == 2 and "redis+cluster://10.0.0.1:7000" in done.stderr and "hunter2" not in done.stderr
 
 
@@ -123,12 +121,10 @@ def test_redis_down_longer_than_the_failover_wait_exits_1_then_the_next_run_carr
     job = q.enqueue("examples.shop:noop")
     env = dict(cluster.env(), DELAYQ_REDIS_URL=f"redis+cluster://:pw@127.0.0.1:{dead}", DELAYQ_REDIS_FAILOVER_WAIT="1.5")
     started = time.monotonic()
-    down = subprocess.run([sys.executable, os.path.join(BIN, "run_due.py")], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    down = script(env, "run_due.py", timeout=60)
     waited = time.monotonic() - started
     assert down.returncode == 1 and down.stderr.count("\n") == 1, down.stderr
     assert f"Redis at redis+cluster://127.0.0.1:{dead} is unreachable" in down.stderr and ":pw@" not in down.stderr
     assert 1.5 <= waited < 15
-    again = subprocess.run([sys.executable, os.path.join(BIN, "run_due.py"), "--json"], env=cluster.env(), cwd=ROOT,
-                           capture_output=True, text=True, timeout=60)
-    assert again.returncode == 0 and q.get(job.id).status == "succeeded", again.stderr
+    again = script(cluster, "run_due.py", "--json", timeout=60)
+    assert again.returncode == 0 and q.reports.get(job.id).status == "succeeded", again.stderr

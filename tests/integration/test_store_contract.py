@@ -9,18 +9,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import threading
+import time
 
 import pymysql
 import pytest
 
 from delayq.errors import InvalidInput, SchemaError
-from delayq.jobs import FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
+from delayq.jobs import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED, TIMED_OUT, JobSpec, Outcome
 from delayq.search import JobFilter
 from delayq.store import open_store
 from delayq.store.queries import latest_version
 from tests.conftest import MYSQL_URL, STORES, drop_mysql, mysql8_store, new_prefix, raw_mysql, require
+from tests.helpers import until
 
 NOW = 1_800_000_000.0
 
@@ -48,6 +51,14 @@ def spec(**kw) -> JobSpec:
 def started(store, n=1, token="tok", **kw):
     ids = [r.id for r in store.insert_jobs([spec(**kw) for _ in range(n)], NOW)]
     return store.start(ids, token, NOW, 300.0)
+
+
+def ran(store, status=SUCCEEDED, began=NOW, finished=NOW, **kw):
+    """One job run once, from `began` to `finished`, that ended `status` (a retry is due in an hour): one attempt row."""
+    [job] = started(store, **kw)
+    error, retry = (None, None) if status == SUCCEEDED else ("boom", NOW + 3600 if status == PENDING else None)
+    store.finish([Outcome(job, status, began, finished, error, retry)], finished)
+    return job
 
 
 # -- schema -----------------------------------------------------------------------
@@ -170,6 +181,59 @@ def test_reads_by_id_ext_event_and_statuses(store):
     assert store.get(10**9) is None and store.attempts(rows[0].id) == []
 
 
+def test_delete_jobs_removes_them_outright_and_frees_their_unique_key(store):
+    gone, also_gone, kept = store.insert_jobs([spec(ext="d", unique=True), spec(), spec()], NOW)
+    store.delete_jobs([gone.id, also_gone.id])
+    assert store.statuses([gone.id, also_gone.id, kept.id]) == {kept.id: PENDING}
+    assert store.get(gone.id) is None and store.pending_entries([gone.id, also_gone.id]) == []
+    assert store.insert_jobs([spec(ext="d", unique=True)], NOW)[0].created       # no live job holds the key now
+
+
+def test_cancel_ids_cancels_those_still_pending_and_says_why_it_skipped_the_others(store):
+    [running] = started(store)
+    urgent, plain = store.insert_jobs([spec(queue="q", priority=3), spec()], NOW)
+    result = store.cancel_ids([urgent.id, running.id, 10**9, plain.id], NOW)
+    assert sorted(result.changed) == [(urgent.id, "q", 3), (plain.id, "default", 0)]
+    assert result.skipped == [(running.id, RUNNING), (10**9, "gone")]
+    assert store.statuses([urgent.id, plain.id, running.id]) == {urgent.id: CANCELLED, plain.id: CANCELLED,
+                                                                 running.id: RUNNING}
+    assert store.cancel_ids([urgent.id], NOW).skipped == [(urgent.id, CANCELLED)]
+
+
+def test_a_job_is_either_cancelled_or_started_never_both(store):
+    """cancel_ids decides on locked rows: what it reports cancelled no concurrent start took, and the other way round."""
+    ids = [r.id for r in store.insert_jobs([spec() for _ in range(300)], NOW)]
+    cancelled, begun, barrier = [], [], threading.Barrier(2)
+
+    def cancel():
+        barrier.wait()
+        for part in range(0, 300, 10):
+            cancelled.extend(job for job, _, _ in store.cancel_ids(ids[part:part + 10], NOW).changed)
+
+    def start():
+        barrier.wait()
+        for part in range(0, 300, 10):
+            begun.extend(j.id for j in store.start(ids[part:part + 10], "tok", NOW, 300.0))
+
+    threads = [threading.Thread(target=cancel), threading.Thread(target=start)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not set(cancelled) & set(begun) and sorted(cancelled + begun) == ids
+    statuses = store.statuses(ids)
+    assert {statuses[job] for job in cancelled} <= {CANCELLED} and {statuses[job] for job in begun} <= {RUNNING}
+
+
+def test_make_due_runs_a_pending_job_now_and_leaves_any_other_alone(store):
+    [later] = store.insert_jobs([spec(due_at=NOW + 3600)], NOW)
+    [running] = started(store, due_at=NOW - 5)
+    assert store.make_due(later.id, NOW + 1) and store.get(later.id).due_at == NOW + 1
+    assert store.next_due(["default"]) == NOW + 1
+    assert not store.make_due(running.id, NOW + 1) and store.get(running.id).due_at == NOW - 5
+    assert not store.make_due(10**9, NOW + 1)
+
+
 # -- ClaimStore ---------------------------------------------------------------------
 def test_start_takes_only_pending_jobs_and_sets_the_lease(store):
     a, b = store.insert_jobs([spec(lease=60), spec()], NOW)
@@ -256,6 +320,15 @@ def test_begin_and_extend_need_the_claim(store):
     assert not store.begin_job(job.id, "tok", NOW + 1000)        # the lease ran out
 
 
+def test_keep_alive_moves_the_leases_only_where_the_claim_still_holds(store):
+    own, plain, lost = started(store, lease=60)[0], started(store)[0], started(store)[0]
+    lost.token = "someone-else"
+    done = ran(store)
+    assert store.keep_alive([own, plain, lost, done], NOW + 100, 300.0) == 2
+    assert [store.get(j.id).lease_until for j in (own, plain, lost)] == [NOW + 160, NOW + 400, NOW + 300]
+    assert store.keep_alive([], NOW, 300.0) == 0
+
+
 # -- StepStore ----------------------------------------------------------------------
 def test_steps_are_declared_once_and_a_manual_step_begins_once(store):
     [job] = started(store)
@@ -267,6 +340,12 @@ def test_steps_are_declared_once_and_a_manual_step_begins_once(store):
     store.finish_step(job.id, "m", FAILED, "declined", NOW)
     assert not store.begin_step(job.id, "m", "tok", NOW)         # a person must reset it first
     assert store.begin_step(job.id, "a", "tok", NOW) and not store.begin_step(job.id, "a", "stolen", NOW)
+
+
+def test_step_names_are_a_job_s_steps_in_declared_order(store):
+    [job] = started(store)
+    store.ensure_steps(job.id, [("ship", "auto"), ("charge", "manual"), ("email", "auto")], NOW)
+    assert store.step_names(job.id) == ["ship", "charge", "email"] and store.step_names(10**9) == []
 
 
 # -- MaintenanceStore ---------------------------------------------------------------------
@@ -407,6 +486,13 @@ def test_alerts_retry_and_purge(store):
     assert store.get(job.id) is None and store.attempts(job.id) == []
 
 
+def test_server_time_is_the_database_clock_in_epoch_seconds(store):
+    before = time.time()
+    now = store.server_time()
+    after = time.time()
+    assert isinstance(now, float) and before - 1 <= now <= after + 1      # one host: the same clock, in seconds
+
+
 # -- ReportStore ----------------------------------------------------------------------
 def test_reports(store):
     store.insert_jobs([spec(ext="a_b%1"), spec(ext="axb%2"), spec(queue="~tube")], NOW)
@@ -416,6 +502,94 @@ def test_reports(store):
     assert store.live_queues_like("~%") == ["~tube"] and store.failed_in_queue("q", 5) == [failed.id]
     counts = {(queue, status): count for queue, status, count, *_ in store.stats(NOW, NOW - 60)}
     assert counts[("default", PENDING)] == 2 and counts[("q", FAILED)] == 1
+
+
+def test_search_keys_page_newest_first_by_key_with_or_without_the_filter_s_index(store):
+    ids = [r.id for r in store.insert_jobs([spec(queue="a" if i % 2 else "b") for i in range(7)], NOW)]
+    [running] = started(store, queue="a")
+    expected = [(running.id, "a", RUNNING)] + [(job, "a", PENDING) for job in ids[1::2][::-1]]
+    for by_id in (False, True):
+        first = store.search_keys(JobFilter(queues=("a",)), None, 2, by_id=by_id)
+        rest = store.search_keys(JobFilter(queues=("a",)), first[-1][0], 10, by_id=by_id)
+        assert first + rest == expected and len(first) == 2
+
+
+def test_recent_attempts_count_runs_by_outcome_since_the_hour_and_the_minute_with_their_lateness(store):
+    ran(store, queue="r", due_at=NOW - 7300, began=NOW - 7200, finished=NOW - 7199)   # before the hour: left out
+    ran(store, queue="r", due_at=NOW - 701, began=NOW - 700, finished=NOW - 600)      # 1 s late, within the hour
+    retried = ran(store, PENDING, queue="r", due_at=NOW - 3, began=NOW, finished=NOW + 1)   # 3 s late, the minute
+    [again] = store.start([retried.id], "tok2", NOW + 5, 300.0)      # the retry succeeds: its failure still counts
+    store.finish([Outcome(again, SUCCEEDED, NOW + 10, NOW + 11)], NOW + 11)
+    rows = sorted(row for row in store.recent_attempts(NOW - 60, NOW - 3600) if row[0] == "r")
+    assert [(queue, outcome, n, m) for queue, outcome, n, m, _, _ in rows] == [("r", "retry", 1, 1),
+                                                                             ("r", "succeeded", 2, 1)]
+    assert [(late, most) for *_, late, most in rows] == [(pytest.approx(3), pytest.approx(3)),
+                                                         (pytest.approx((1 + NOW + 10 - (NOW + 3600)) / 2),
+                                                          pytest.approx(1))]
+
+
+def test_attempts_per_bucket_count_by_bucket_from_since_with_their_lateness(store):
+    since = NOW - 300
+    for finished in (since - 1, since, since + 59.5, since + 60, since + 179):
+        ran(store, queue="b", due_at=finished - 2, began=finished, finished=finished)         # 2 s late each
+    ran(store, FAILED, queue="b2", due_at=since + 56, began=since + 61, finished=since + 61)   # 5 s late
+    rows = store.attempts_per_bucket(since, since, since + 300, 60)
+    assert sorted((b, o, n) for b, o, n, *_ in rows) == [(0, SUCCEEDED, 2), (1, FAILED, 1), (1, SUCCEEDED, 1),
+                                                         (2, SUCCEEDED, 1)]
+    late = {(b, o): (total, counted, most) for b, o, _, total, counted, most in rows}
+    assert late[(1, FAILED)] == (pytest.approx(5), 1, pytest.approx(5))
+    assert late[(0, SUCCEEDED)] == (pytest.approx(4), 2, pytest.approx(2))
+    one = store.attempts_per_bucket(since, since + 60, since + 300, 120, queue="b2")    # from_at, one queue, 2 min
+    assert [(b, o, n) for b, o, n, *_ in one] == [(0, FAILED, 1)]
+    assert store.attempts_per_bucket(since, since + 180, since + 300, 60) == []
+
+
+def test_roll_up_buckets_attempts_by_5_minutes_and_counts_each_once_however_often_it_runs(store):
+    t0 = NOW - NOW % 300
+    ran(store, queue="r", due_at=t0 + 10, began=t0 + 12, finished=t0 + 13)         # 2 s late
+    ran(store, queue="r", due_at=t0 + 290, began=t0 + 296, finished=t0 + 299)      # 6 s late, the same bucket
+    ran(store, FAILED, queue="s", due_at=t0 + 300, began=t0 + 301, finished=t0 + 302)     # the next bucket
+    assert store.rolled_upto() is None
+    assert store.roll_up(t0, t0 + 600, t0 - 86400) == 2          # (t0, r, succeeded), (t0 + 300, s, failed)
+    assert store.roll_up(t0, t0 + 600, t0 - 86400) == 2          # again: replaced, not added
+    assert store.rolled_upto() == t0 + 300
+    rows = store.rollups_per_bucket(t0, t0, t0 + 600, 600)
+    assert sorted((b, o, n) for b, o, n, *_ in rows) == [(0, FAILED, 1), (0, SUCCEEDED, 2)]
+    [(_, _, _, total, counted, most)] = [row for row in rows if row[1] == SUCCEEDED]
+    assert (total, counted, most) == (pytest.approx(8), 2, pytest.approx(6))
+    assert [row[:3] for row in store.rollups_per_bucket(t0, t0, t0 + 600, 300, queue="s")] == [(1, FAILED, 1)]
+    assert store.rollups_per_bucket(t0, t0 + 300, t0 + 600, 300, queue="r") == []      # from_at: the later bucket
+    assert store.roll_up(t0 + 600, t0 + 900, t0 + 1) == 0                    # nothing new; the first bucket aged out
+    assert [row[:3] for row in store.rollups_per_bucket(t0, t0, t0 + 900, 300)] == [(1, FAILED, 1)]
+
+
+def test_queue_counts_cover_the_pending_running_and_failed_jobs_only(store):
+    store.insert_jobs([spec(queue="c", due_at=NOW - 5), spec(queue="c", due_at=NOW + 50)], NOW)
+    started(store, queue="c", due_at=NOW - 1)
+    ran(store, FAILED, queue="c", due_at=NOW - 2)
+    ran(store, queue="c")
+    store.cancel_ids([store.insert_jobs([spec(queue="c")], NOW)[0].id], NOW)
+    rows = {(queue, status): rest for queue, status, *rest in store.queue_counts(NOW) if queue == "c"}
+    assert rows == {("c", PENDING): [2, 1, NOW - 5], ("c", RUNNING): [1, 1, NOW - 1], ("c", FAILED): [1, 1, NOW - 2]}
+
+
+def test_metrics_count_attempts_and_jobs_and_never_go_down_when_rows_are_purged(store):
+    quick = ran(store, queue="m", due_at=NOW - 0.3, began=NOW, finished=NOW + 0.2)   # 0.2 s long, 0.3 s late
+    slow = ran(store, FAILED, queue="m", due_at=NOW, began=NOW + 2, finished=NOW + 5)   # 3 s long, 2 s late
+    [cancelled] = store.insert_jobs([spec(queue="m")], NOW)
+    store.cancel_ids([cancelled.id], NOW)
+    expected = {("outcome", SUCCEEDED): (1, 0), ("outcome", FAILED): (1, 0),
+                ("duration", "0.25"): (1, pytest.approx(0.2, abs=1e-5)), ("duration", "5"): (1, pytest.approx(3)),
+                ("lateness", "0.5"): (1, pytest.approx(0.3, abs=1e-5)), ("lateness", "2"): (1, pytest.approx(2)),
+                ("jobs", "enqueued"): (3, 0), ("jobs", "cancelled"): (1, 0)}
+
+    def of_queue_m():
+        return {(kind, name): (n, total) for queue, kind, name, n, total in store.metrics() if queue == "m"}
+
+    assert of_queue_m() == expected
+    purged = store.purge_ids([quick.id, slow.id, cancelled.id], [SUCCEEDED, FAILED, CANCELLED])
+    assert len(purged.changed) == 3 and store.statuses([quick.id, slow.id, cancelled.id]) == {}
+    assert of_queue_m() == expected                  # folded into the totals: no counter went down
 
 
 def test_both_dialects_build_the_same_schema(tmp_path):
@@ -542,3 +716,82 @@ def test_a_wrong_connection_is_named_in_one_line_and_writes_nothing(store, tmp_p
             other_tables(other, [spec(ext="w")], NOW, index_pending=True)
     other.close()
     assert store.by_ext("w") == []
+
+
+# -- ControlStore ----------------------------------------------------------------------
+def test_a_queue_is_paused_once_with_its_latest_reason_until_resumed(store):
+    assert store.paused() == {}
+    assert store.pause("mail", "smtp down", NOW) and not store.pause("mail", "still down", NOW + 5)
+    assert store.pause("sms", None, NOW + 1)
+    assert store.paused() == {"mail": (NOW, "still down"), "sms": (NOW + 1, None)}     # paused since the first time
+    assert store.resume("mail") and not store.resume("mail") and not store.resume("never-paused")
+    assert store.paused() == {"sms": (NOW + 1, None)}
+
+
+def runner_row(n: int, **kw) -> dict:
+    return {"id": f"w{n}".ljust(32, "0"), "host": "host-1", "pid": 100 + n, "queues": "a,b", "concurrency": 8,
+            "every": 10.0, "started_at": NOW + n, **kw}
+
+
+def test_a_runner_s_row_follows_its_beats_and_its_clean_stop_until_forgotten(store):
+    one, two = runner_row(1), runner_row(2)
+    store.beat(one, "[]", NOW + 1)
+    store.beat(two, "[]", NOW + 2)
+    store.beat(one, "[[7, 1800000000.5]]", NOW + 10)                  # the same row, seen again
+    first, _ = store.workers()
+    assert first == {**one, "last_seen": NOW + 10, "stopped_at": None, "running": "[[7, 1800000000.5]]"}
+    store.worker_stopped(two["id"], NOW + 20)
+    assert store.workers()[1] == {**two, "last_seen": NOW + 20, "stopped_at": NOW + 20, "running": None}
+    assert store.forget_workers(NOW + 15) == 1 and [w["id"] for w in store.workers()] == [two["id"]]
+    assert store.forget_workers(NOW + 15) == 0
+
+
+def audit_row(at: float, **kw) -> dict:
+    return {"id": secrets.token_hex(16), "at": at, "address": "10.0.0.1", "actor": "ann", "action": "retry",
+            "target": "job 7", "jobs": 1, "detail": None, **kw}
+
+
+def test_the_audit_trail_pages_newest_first_below_a_time(store):
+    rows = [audit_row(NOW + i, detail=f"because {i}" if i % 2 else None) for i in range(4)]
+    for row in rows:
+        store.record_action(row)
+    assert store.actions(NOW + 3, 2) == [rows[2], rows[1]]
+    assert store.actions(NOW + 1, 10) == [rows[0]]                  # strictly older than `before`
+    assert store.actions(NOW + 100, 100) == rows[::-1]
+
+
+# -- Store ----------------------------------------------------------------------
+def open_now(store) -> set:
+    """What the store holds open, seen from outside it: this process's descriptors on the SQLite file (with its -wal
+    and -shm), or the MariaDB session of its pooled connection."""
+    if store.dialect == "sqlite":
+        found = set()
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd}").startswith(store.path):
+                    found.add(fd)
+        return found
+    with store.tx(write=False) as cur:
+        cur.execute("SELECT CONNECTION_ID()")
+        return {cur.fetchone()[0]}
+
+
+def still_open(store, held: set) -> bool:
+    if store.dialect == "sqlite":
+        return bool(open_now(store))
+    conn = raw_mysql()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT id FROM information_schema.processlist WHERE id IN %s", (tuple(held),))
+            return bool(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def test_close_releases_the_connections_and_the_store_reconnects_on_next_use(store):
+    [row] = store.insert_jobs([spec()], NOW)
+    held = open_now(store)
+    assert held and still_open(store, held)
+    store.close()
+    until(lambda: not still_open(store, held), timeout=5, detail=f"still open after close: {held}")
+    assert store.get(row.id).status == PENDING

@@ -30,7 +30,7 @@ from redis.sentinel import Sentinel as SentinelClient
 from scripts.redis_topology import Cluster, Sentinel
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CLAIM = (ROOT / "sql" / "lua" / "claim.lua").read_text()
+CLAIM = (ROOT / "lib" / "delayq" / "index" / "lua" / "claim.lua").read_text()
 PASSWORD = "node-secret"
 SENTINEL_PASSWORD = "sentinel-secret"
 DUE, INFLIGHT, RECORD = "{delayq:sms}:due", "{delayq:sms}:inflight", "{delayq:sms}:claim:"

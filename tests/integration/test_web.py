@@ -9,10 +9,11 @@ import re
 
 import pytest
 
+from delayq import recovery
 from delayq.errors import InvalidInput, NotFound
-from delayq.runner import Runner
 from delayq.search import JobFilter
 from delayq.web import WebSettings, create_app
+from tests.helpers import run
 
 NOOP = "examples.shop:noop"
 FAILS = "examples.shop:refund_rejected"
@@ -22,10 +23,6 @@ XSS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 PASSWORD = "correct horse battery staple"
 
 
-def run(q, queues=("default",)):
-    return Runner(q, list(queues), 500).run_pass()
-
-
 # -- verbs ------------------------------------------------------------------------------------
 def test_run_now_moves_a_pending_job_due_now_in_the_store_and_the_index(q, clock):
     later = q.enqueue(NOOP, queue="sms", delay=3600, priority=3).id
@@ -33,16 +30,16 @@ def test_run_now_moves_a_pending_job_due_now_in_the_store_and_the_index(q, clock
     assert run(q, ["sms"]).claimed == 0
     clock.advance(5)
     job = q.run_now(later)
-    assert (job.id, job.due_at) == (later, clock.now()) and q.get(later).due_at == clock.now()
+    assert (job.id, job.due_at) == (later, clock.now()) and q.reports.get(later).due_at == clock.now()
     assert [j.id for j in q.claim(["sms"], 10)] == [later]       # the index has it due now; the other waits
-    assert q.get(other).status == "pending"
+    assert q.reports.get(other).status == "pending"
     with pytest.raises(InvalidInput, match=f"job {later} is running: only a pending job can run now"):
         q.run_now(later)
     with pytest.raises(NotFound):
         q.run_now(later + 1000)
 
 
-def test_throughput_counts_attempts_per_minute_by_outcome(q, clock):
+def test_activity_counts_attempts_per_minute_by_outcome_over_the_last_hour(q, clock):
     start = clock.now()
     for _ in range(3):
         q.enqueue(NOOP)
@@ -51,8 +48,9 @@ def test_throughput_counts_attempts_per_minute_by_outcome(q, clock):
     clock.advance(10 * 60)
     q.enqueue(FLAKY, {"order_id": 2})
     run(q)
-    first, series = q.throughput(60)
-    assert first == start - 50 * 60          # whole minutes: the last 60 and the current one
+    hour = q.reports.activity("1h")
+    assert hour.start == start - 50 * 60 and hour.bucket == 60     # whole minutes: the last 60 and the current one
+    series = hour.counts
     assert series["succeeded"][50] == 3 and series["failed"][50] == 1 and series["retry"][60] == 1
     assert sum(series["succeeded"]) == 3 and len(series["succeeded"]) == 61
 
@@ -64,19 +62,19 @@ def test_queue_counts_cover_live_and_failed_jobs_only(q, clock):
     q.enqueue(NOOP, queue="done")
     run(q, ["erp", "done"])
     clock.advance(1)
-    now, rows = q.queue_counts()
+    now, rows = q.reports.queue_counts()
     assert now == clock.now()
     assert sorted(rows) == [("erp", "failed", 1, 1, clock.now() - 1), ("sms", "pending", 2, 1, clock.now() - 1)]
 
 
 def test_audit_rows_are_kept_newest_first_and_paged(q, clock):
     for n in range(3):
-        q.record_action("127.0.0.1", "local (no password)", "cancel", f"job {n}", n, f"cancelled job {n}")
+        q.control.record_action("127.0.0.1", "local (no password)", "cancel", f"job {n}", n, f"cancelled job {n}")
         clock.advance(1)
-    rows = q.actions(limit=2)
+    rows = q.reports.actions(limit=2)
     assert [r["target"] for r in rows] == ["job 2", "job 1"] and rows[0]["jobs"] == 2
     assert rows[0]["address"] == "127.0.0.1" and rows[0]["detail"] == "cancelled job 2"
-    assert [r["target"] for r in q.actions(before=rows[-1]["at"])] == ["job 0"]
+    assert [r["target"] for r in q.reports.actions(before=rows[-1]["at"])] == ["job 0"]
 
 
 # -- the app --------------------------------------------------------------------------------
@@ -109,15 +107,18 @@ def get(c, path, **kwargs):
     return c.get(path, base_url="http://127.0.0.1:8080", **kwargs)
 
 
-def test_every_response_carries_the_security_headers_and_no_script(web):
+def test_every_response_carries_the_security_headers_and_only_the_dashboard_s_own_script(web):
     c = client(web)
     for path in ("/", "/jobs", "/audit", "/jobs/999", "/login"):
         response = get(c, path)
-        assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
-        assert "script-src" not in response.headers["Content-Security-Policy"]      # none allowed at all
+        policy = response.headers["Content-Security-Policy"]
+        assert policy.startswith("default-src 'none'") and "script-src 'self';" in policy      # its own file alone:
+        assert "unsafe" not in policy and "http" not in policy                              # no inline, no origin
         assert response.headers["X-Frame-Options"] == "DENY" and response.headers["X-Content-Type-Options"] == "nosniff"
-        assert "<script" not in response.get_data(as_text=True)
+        scripts = re.findall(r"<script[^>]*>", response.get_data(as_text=True))
+        assert scripts == ([] if response.status_code == 302 else ['<script src="/static/live.js" defer>'])
     assert get(c, "/jobs/999").status_code == 404
+    assert "data-live" in get(c, "/static/live.js").get_data(as_text=True)
 
 
 def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(web, clock):
@@ -125,18 +126,18 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(web, clock
     c = client(web)
     assert post(c, f"/jobs/{job}/cancel").status_code == 403
     assert post(c, f"/jobs/{job}/cancel", csrf="forged").status_code == 403
-    assert web.get(job).status == "pending"
-    assert [(r["action"], r["target"], r["detail"], r["jobs"]) for r in web.actions()] == \
+    assert web.reports.get(job).status == "pending"
+    assert [(r["action"], r["target"], r["detail"], r["jobs"]) for r in web.reports.actions()] == \
         [("refused", f"POST /jobs/{job}/cancel", "HTTP 403", 0)] * 2         # the refusals are audited
     token = csrf(c)
     clock.advance(1)
     done = post(c, f"/jobs/{job}/cancel", csrf=token)
-    assert done.status_code == 302 and web.get(job).status == "cancelled"
-    row = web.actions()[0]
+    assert done.status_code == 302 and web.reports.get(job).status == "cancelled"
+    row = web.reports.actions()[0]
     assert (row["action"], row["target"], row["jobs"], row["address"]) == ("cancel", f"job {job}", 1, "127.0.0.1")
     clock.advance(1)
     assert post(c, f"/jobs/{job}/cancel", csrf=token).status_code == 302       # refused by the verb: audited too
-    assert "refused: job" in web.actions()[0]["detail"] and web.actions()[0]["jobs"] == 0
+    assert "refused: job" in web.reports.actions()[0]["detail"] and web.reports.actions()[0]["jobs"] == 0
 
 
 def test_read_only_shows_no_action_and_refuses_every_post(web):
@@ -151,8 +152,8 @@ def test_read_only_shows_no_action_and_refuses_every_post(web):
     with c.session_transaction() as session:      # a valid CSRF token does not matter: read-only refuses first
         session["csrf"] = "valid-token"
     assert post(c, f"/jobs/{failed}/retry", csrf="valid-token").status_code == 403
-    assert web.get(failed).status == "failed"
-    assert {r["action"] for r in web.actions()} == {"refused"}       # the refusals only, audited
+    assert web.reports.get(failed).status == "failed"
+    assert {r["action"] for r in web.reports.actions()} == {"refused"}       # the refusals only, audited
     writable = get(client(web), f"/jobs/{failed}").get_data(as_text=True)
     assert "Retry the job" in writable                 # the same page with the buttons, when not read-only
 
@@ -174,7 +175,7 @@ def test_with_a_password_every_page_needs_it_by_form_basic_or_bearer(web):
     assert get(fresh, "/", headers={"Authorization": "Bearer nope"}).status_code == 302
     assert post(fresh, "/queues/pause", queue="sms", csrf=csrf(fresh, "/login"),
                 ).status_code == 401      # a CSRF token is not a login
-    assert web.paused_queues() == {}
+    assert web.control.paused_queues() == {}
 
 
 def test_wrong_passwords_are_throttled_per_address(web):
@@ -204,7 +205,7 @@ def test_logout_ends_the_session_and_a_saved_cookie_reads_nothing(web):
     thief.set_cookie("delayq_session", saved, domain="127.0.0.1")
     assert get(thief, "/").status_code == 302      # to the login form: the session is over
     assert post(thief, "/queues/pause", queue="sms", csrf="anything").status_code == 401
-    assert web.paused_queues() == {}
+    assert web.control.paused_queues() == {}
 
 
 def test_the_session_cookie_expires_and_is_secure_behind_tls(web):
@@ -226,7 +227,7 @@ def test_wrong_passwords_by_header_are_throttled_with_the_form(web):
     assert codes[:10] == [302] * 10 and codes[10] == 429
     assert get(c, "/", headers={"Authorization": f"Bearer {PASSWORD}"}).status_code == 429   # even the right one
     assert post(c, "/login", csrf=csrf(c, "/login"), password=PASSWORD).status_code == 429   # the form too
-    refused = [r for r in web.actions(limit=100) if r["action"] == "refused"]
+    refused = [r for r in web.reports.actions(limit=100) if r["action"] == "refused"]
     assert refused and {r["detail"] for r in refused} == {"HTTP 429"} and all("guess" not in str(r) for r in refused)
 
 
@@ -234,7 +235,7 @@ def test_a_flood_of_refused_requests_writes_a_bounded_audit(web):
     c = client(web, password=PASSWORD, local_only=False)
     for _ in range(40):
         assert post(c, "/queues/pause", queue="sms").status_code == 401
-    rows = [r for r in web.actions(limit=100) if r["action"] == "refused"]
+    rows = [r for r in web.reports.actions(limit=100) if r["action"] == "refused"]
     assert len(rows) == 10 and rows[0]["target"] == "POST /queues/pause" and rows[0]["actor"] == "anonymous"
 
 
@@ -269,11 +270,11 @@ def test_a_bulk_action_acts_on_the_jobs_its_preview_showed(web, clock):
     web.run_now(shown[0])                           # one of the ten changed since the preview
     done = post(c, "/bulk/cancel", **hidden)
     assert done.status_code == 302
-    assert [web.get(job).status for job in shown] == ["pending"] + ["cancelled"] * 9
-    assert {web.get(job).status for job in later} == {"pending"}
+    assert [web.reports.get(job).status for job in shown] == ["pending"] + ["cancelled"] * 9
+    assert {web.reports.get(job).status for job in later} == {"pending"}
     message = get(c, done.headers["Location"]).get_data(as_text=True)
     assert "1 of the 10 confirmed left alone: they changed since the preview" in message, message[-3000:]
-    audit = [r for r in web.actions() if r["action"] == "bulk_cancel"][0]
+    audit = [r for r in web.reports.actions() if r["action"] == "bulk_cancel"][0]
     assert audit["jobs"] == 9 and "as previewed" in audit["target"]
 
 
@@ -290,8 +291,8 @@ def test_pausing_a_queue_that_has_no_job_is_refused(web):
     c = client(web)
     done = post(c, "/queues/pause", csrf=csrf(c), queue="smss")
     assert "queue &#39;smss&#39; has no job: nothing to pause" in get(c, done.headers["Location"]).get_data(as_text=True)
-    assert web.paused_queues() == {}
-    assert post(c, "/queues/pause", csrf=csrf(c), queue="sms").status_code == 302 and "sms" in web.paused_queues()
+    assert web.control.paused_queues() == {}
+    assert post(c, "/queues/pause", csrf=csrf(c), queue="sms").status_code == 302 and "sms" in web.control.paused_queues()
 
 
 def test_no_next_page_link_when_the_results_end_on_a_full_page(web):
@@ -316,14 +317,14 @@ def test_retrying_or_cancelling_an_at_most_once_job_asks_first(web, tmp_path):
     c = client(web)
     token = csrf(c)
     for job, verb in ((failed, "retry"), (pending, "cancel")):
-        before = web.get(job).status
+        before = web.reports.get(job).status
         asked = post(c, f"/jobs/{job}/{verb}", csrf=token)
         assert asked.status_code == 200 and "runs at most once" in asked.get_data(as_text=True)
-        assert 'name="confirmed" value="yes"' in asked.get_data(as_text=True) and web.get(job).status == before
+        assert 'name="confirmed" value="yes"' in asked.get_data(as_text=True) and web.reports.get(job).status == before
         assert post(c, f"/jobs/{job}/{verb}", csrf=token, confirmed="yes").status_code == 302
-        assert web.get(job).status == ("pending" if verb == "retry" else "cancelled")
+        assert web.reports.get(job).status == ("pending" if verb == "retry" else "cancelled")
     assert post(c, f"/jobs/{ordinary}/cancel", csrf=token).status_code == 302      # an ordinary job: one click
-    assert web.get(ordinary).status == "cancelled"
+    assert web.reports.get(ordinary).status == "cancelled"
 
 
 def test_search_by_an_argument_and_bulk_on_it(web, clock):
@@ -364,7 +365,7 @@ def test_ticked_rows_go_to_a_bulk_preview_of_those_jobs_only(web):
     for name, value in hidden:
         form.setdefault(name, []).append(value)
     assert post(c, "/bulk/cancel", **form).status_code == 302
-    assert [web.get(job).status for job in ids] == ["cancelled", "pending", "cancelled", "pending"]
+    assert [web.reports.get(job).status for job in ids] == ["cancelled", "pending", "cancelled", "pending"]
 
 
 def test_without_a_password_only_loopback_host_names_are_served(web):
@@ -411,32 +412,32 @@ def test_job_actions_retry_a_step_run_now_and_bulk_with_confirmation_are_audited
     assert "Retry step charge_user only" in page and "manual (at most once)" in page
     asked = post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user")     # issue 24: a manual step asks first
     assert asked.status_code == 200 and "is a manual step" in asked.get_data(as_text=True)
-    assert web.get(gift).status == "failed"
+    assert web.reports.get(gift).status == "failed"
     assert post(c, f"/jobs/{gift}/retry", csrf=token, step="charge_user", confirmed="yes").status_code == 302
-    assert web.get(gift).status == "pending"
+    assert web.reports.get(gift).status == "pending"
     later = web.enqueue(NOOP, queue="sms", delay=3600).id
     clock.advance(1)
     post(c, f"/jobs/{later}/run-now", csrf=token)
-    assert web.get(later).due_at == clock.now()
+    assert web.reports.get(later).due_at == clock.now()
     promos = [web.enqueue(NOOP, queue="promo", ext=f"promo:{i}", delay=600).id for i in range(4)]
     confirm = get(c, "/bulk/cancel?ext_prefix=promo:&queue=promo").get_data(as_text=True)
     assert "would cancel 4 job(s)" in confirm and "Cancel 4 job(s)" in confirm
-    assert [web.get(j).status for j in promos] == ["pending"] * 4          # the confirmation page changes nothing
+    assert [web.reports.get(j).status for j in promos] == ["pending"] * 4          # the confirmation page changes nothing
     clock.advance(1)
     done = post(c, "/bulk/cancel", csrf=token, ext_prefix="promo:", queue="promo")
     assert done.headers["Location"] == "/jobs?queue=promo&ext_prefix=promo:"
-    assert [web.get(j).status for j in promos] == ["cancelled"] * 4
+    assert [web.reports.get(j).status for j in promos] == ["cancelled"] * 4
     assert "needs a filter" in get(c, "/bulk/purge").get_data(as_text=True)
     clock.advance(1)
     post(c, "/queues/pause", csrf=token, queue="sms", reason="gateway down")
-    assert web.paused_queues()["sms"][1] == "gateway down"
+    assert web.control.paused_queues()["sms"][1] == "gateway down"
     clock.advance(1)
     post(c, "/queues/resume", csrf=token, queue="sms")
-    actions = [(r["action"], r["target"], r["jobs"]) for r in reversed(web.actions())]
+    actions = [(r["action"], r["target"], r["jobs"]) for r in reversed(web.reports.actions())]
     assert actions == [("retry_step", f"job {gift} step charge_user", 1), ("run_now", f"job {later}", 1),
                        ("bulk_cancel", "filter: queue 'promo', ext prefix 'promo:'", 4),
                        ("pause", "queue sms", 0), ("resume", "queue sms", 0)]
-    assert web.count(JobFilter(queues=("promo",), statuses=("cancelled",))) == [("promo", "cancelled", 4)]
+    assert web.reports.count(JobFilter(queues=("promo",), statuses=("cancelled",))) == [("promo", "cancelled", 4)]
 
 
 def test_an_at_most_once_job_whose_runner_died_is_marked_outcome_unknown_with_what_to_check(web, clock, tmp_path):
@@ -444,9 +445,9 @@ def test_an_at_most_once_job_whose_runner_died_is_marked_outcome_unknown_with_wh
     [claimed] = web.claim(["default"], 1)
     assert web.begin(claimed)                          # it began: then its runner vanished
     clock.advance(31)
-    web.recover_expired()
+    recovery.recover_expired(web)
     page = get(client(web), f"/jobs/{job}").get_data(as_text=True)
-    assert web.get(job).status == "failed" and 'id="outcome-unknown"' in page
+    assert web.reports.get(job).status == "failed" and 'id="outcome-unknown"' in page
     assert "The job began (this job runs <strong>at most once</strong>)" in page and "What to check:" in page
     assert "for <code>order:9</code>" in page and "Retry the job" in page
     ordinary = web.enqueue(FAILS, {"order_id": 2}).id
@@ -467,3 +468,66 @@ def test_search_pages_by_keyset_and_reports_bad_input(web):
     assert get(c, "/jobs?status=lost").status_code == 400
     long = get(c, "/jobs?ext_prefix=" + "k" * 8000).get_data(as_text=True)      # issue 24: no CLI flag names
     assert "&#39;Business key starts with&#39; is 8000 characters long" in long and "--ext" not in long
+
+
+def test_the_charts_count_attempts_by_bucket_from_the_roll_up_and_the_last_minutes_each_once(q, clock):
+    """Issue 24: charts over 1 hour, 24 hours and 7 days, per queue. The long windows read the 5-minute buckets
+    compensate rolled up and the attempts themselves after the newest of them; nothing is counted twice."""
+    start = clock.now()
+    for _ in range(3):
+        q.enqueue(NOOP, queue="sms")
+    q.enqueue(FAILS, {"order_id": 1}, queue="mail")
+    run(q, ["sms", "mail"])
+    clock.advance(2 * 3600)
+    assert q.control.roll_up() >= 2 and q.control.roll_up() == 0       # a second run has nothing new to roll up
+    q.enqueue(NOOP, queue="sms")
+    run(q, ["sms"])                                                   # not rolled up yet: read from the attempts
+    hour = q.reports.activity("1h")
+    assert sum(hour.counts["succeeded"]) == 1 and hour.bucket == 60 and len(hour.late_avg) == 61
+    day = q.reports.activity("24h")
+    assert (day.bucket, len(day.late_avg)) == (900, 97)
+    assert sum(day.counts["succeeded"]) == 4 and sum(day.counts["failed"]) == 1
+    first = int((start - day.start) // 900)
+    assert day.counts["succeeded"][first] == 3 and day.counts["succeeded"][-1] == 1
+    sms = q.reports.activity("7d", "sms")
+    assert sum(sms.counts["succeeded"]) == 4 and "failed" not in sms.counts and len(sms.late_avg) == 169
+    assert sms.late_avg[-1] is not None and sms.late_max[-1] is not None
+    with pytest.raises(InvalidInput, match="window"):
+        q.reports.activity("2d")
+
+
+def test_the_overview_charts_one_queue_over_a_window_and_refuses_a_bad_one(web, clock):
+    web.enqueue(NOOP, queue="sms")
+    web.enqueue(FAILS, {"order_id": 1}, queue="erp")
+    run(web, ["sms", "erp"])
+    c = client(web)
+    page = get(c, "/?window=24h&queue=erp").get_data(as_text=True)
+    assert "Attempts per quarter hour, last 24 hours: 0 succeeded, 1 failures" in page
+    assert "Lateness per quarter hour, last 24 hours" in page and 'id="chart-lateness"' in page
+    assert "Attempts per minute, last hour: 1 succeeded, 1 failures" in get(c, "/").get_data(as_text=True)
+    for bad, field in (("window=2d", "window"), ("queue=no%20such%20queue", "queue")):
+        response = get(c, "/?" + bad)
+        assert response.status_code == 400 and field in response.get_data(as_text=True)
+
+
+def test_a_search_by_argument_reads_one_window_of_ids_a_page_and_goes_on_below_it(web, monkeypatch):
+    """Issue 24 (every page under 100 ms at 1M jobs): text in the error and arguments are not indexed, so a page of
+    such a search reads a window of ids, says which, and links to the window below it."""
+    import delayq.web.jobs
+    monkeypatch.setattr(delayq.web.jobs, "SCAN_WINDOW", 5)
+    old = web.enqueue(RECORD, {"path": "t", "tag": "x"}, delay=60).id          # the match, far below the newest
+    newer = [web.enqueue(RECORD, {"path": str(i), "tag": "x"}, delay=60).id for i in range(12)]
+    c = client(web)
+    page = get(c, "/jobs?arg=path%3Dt").get_data(as_text=True)
+    assert f"0 job(s) match among the jobs with id {newer[-1] - 4} to {newer[-1]}" in page
+    assert 'id="scan-window"' in page and f"Search older jobs (id below {newer[-1] - 4})" in page
+    ids = []
+    path = f"/jobs?arg=path%3Dt&before={newer[-1] - 4}"
+    for _ in range(5):                                               # window by window, down to the match
+        page = get(c, path).get_data(as_text=True)
+        ids += [int(i) for i in re.findall(r'data-id="(\d+)"', page)]
+        found = re.search(r'id="next-page" href="([^"]+)"', page)
+        if not found:
+            break
+        path = found.group(1).replace("&amp;", "&")
+    assert ids == [old] and "Search older jobs" not in page

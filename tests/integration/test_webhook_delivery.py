@@ -16,8 +16,8 @@ import time
 import pytest
 
 from delayq.alerts import Alerter
-from delayq.runner import Runner
-from tests.hostile_http import Receiver, TlsTrickler, until
+from tests.helpers import run, until
+from tests.hostile_http import Receiver, TlsTrickler
 
 FAIL = "examples.shop:refund_rejected"
 DEADLINE = 1.5
@@ -41,12 +41,12 @@ def receivers():
 def fail_jobs(q, n=1, start=0):
     for i in range(start, start + n):
         q.enqueue(FAIL, {"order_id": i}, ext=f"order:{i}")
-    Runner(q, ["default"], 100).run_pass()
+    run(q, batch=100)
 
 
 def timed_send(q, alerter):
     started = time.monotonic()
-    sent = q.send_alerts(alerter)
+    sent = q.control.send_alerts(alerter)
     return sent, time.monotonic() - started
 
 
@@ -66,8 +66,8 @@ def cut_at_the_deadline(q, server) -> None:
     sent, took = timed_send(q, Alerter(server.url, "json", timeout=DEADLINE))
     assert sent == 0
     assert DEADLINE <= took < DEADLINE + MARGIN
-    assert until(lambda: server.hung_up_at, timeout=MARGIN) - started < DEADLINE + MARGIN
-    assert until(no_worker_left, timeout=MARGIN)
+    assert until(lambda: server.hung_up_at, timeout=MARGIN, every=0.01) - started < DEADLINE + MARGIN
+    until(no_worker_left, timeout=MARGIN, every=0.01)
     assert len(q.store.alerts_due(10)) == 3            # still flagged: the next run sends them
 
 
@@ -75,7 +75,7 @@ def test_a_trickling_receiver_holds_the_run_no_longer_than_the_deadline(q, recei
     """1 byte/s in the status line, on every backend; then a good receiver gets the three."""
     cut_at_the_deadline(q, receivers("trickle"))
     good = receivers("ok")
-    assert q.send_alerts(Alerter(good.url, "json")) == 3
+    assert q.control.send_alerts(Alerter(good.url, "json")) == 3
     assert q.store.alerts_due(10) == []
 
 
@@ -97,7 +97,7 @@ def test_a_redirect_to_another_host_is_not_followed_and_not_delivered(q, receive
     first = receivers("redirect")
     first.redirect_status, first.redirect_to = status, other.url
     caplog.set_level(logging.WARNING, logger="delayq.alerts")
-    assert q.send_alerts(Alerter(first.url, "json")) == 0
+    assert q.control.send_alerts(Alerter(first.url, "json")) == 0
     assert other.requests == []                        # nothing re-posted (307) or re-sent as a GET (302)
     assert len(first.requests) == 1
     [warning] = warnings_of(caplog)
@@ -111,7 +111,7 @@ def test_a_redirect_to_the_same_host_is_not_followed_either(q, receivers, caplog
     server = receivers("redirect")
     server.redirect_to = "/hook/moved-secret-token"
     caplog.set_level(logging.WARNING, logger="delayq.alerts")
-    assert q.send_alerts(Alerter(server.url, "slack")) == 0
+    assert q.control.send_alerts(Alerter(server.url, "slack")) == 0
     assert len(server.requests) == 1
     [warning] = warnings_of(caplog)
     assert f"redirect to http://{server.host} is not followed" in warning and "moved" not in warning
@@ -128,14 +128,14 @@ def test_an_answer_after_the_deadline_is_resent_next_run_with_the_same_key(q, re
     assert "the same Idempotency-Key" in warnings_of(caplog)[0]
     server.release.set()                               # the late answer goes to a client that hung up
     server.mode = "ok"
-    assert q.send_alerts(alerter) == 2
+    assert q.control.send_alerts(alerter) == 2
     first, second = server.requests
     assert re.fullmatch(r"[0-9a-f]{32}", server.keys[0])
     assert server.keys[0] == server.keys[1]
     assert first["json"]["idempotency_key"] == second["json"]["idempotency_key"] == server.keys[0]
     assert first["json"]["jobs"] == second["json"]["jobs"]
     fail_jobs(q, 1, start=10)                           # a new failure: a new digest, a new key
-    assert q.send_alerts(alerter) == 1
+    assert q.control.send_alerts(alerter) == 1
     assert server.keys[2] != server.keys[0]
 
 
@@ -145,7 +145,7 @@ def test_every_alert_carries_the_key_in_a_header_and_in_the_body(q, receivers, k
     server = receivers("ok")
     alerter = Alerter(server.url, kind, secret="s3cret" if kind == "feishu" else None, prefix=q.store.prefix)
     jobs = q.store.alerts_due(10)
-    assert q.send_alerts(alerter) == 2
+    assert q.control.send_alerts(alerter) == 2
     [request] = server.requests
     key = request["headers"]["Idempotency-Key"]
     assert key == alerter.key(jobs)
@@ -159,12 +159,12 @@ def test_every_alert_carries_the_key_in_a_header_and_in_the_body(q, receivers, k
 
 def test_a_key_differs_for_another_prefix_and_for_a_job_that_failed_again(q, receivers):
     job = q.enqueue(FAIL, {"order_id": 1})
-    Runner(q, ["default"]).run_pass()
+    run(q)
     server = receivers("ok")
-    assert q.send_alerts(Alerter(server.url, "json", prefix=q.store.prefix)) == 1
+    assert q.control.send_alerts(Alerter(server.url, "json", prefix=q.store.prefix)) == 1
     q.retry(job_id=job.id)
-    Runner(q, ["default"]).run_pass()                   # the same job fails again: a new failure, not a repeat
-    assert q.send_alerts(Alerter(server.url, "json", prefix=q.store.prefix)) == 1
+    run(q)                                              # the same job fails again: a new failure, not a repeat
+    assert q.control.send_alerts(Alerter(server.url, "json", prefix=q.store.prefix)) == 1
     assert [r["json"]["jobs"][0]["id"] for r in server.requests] == [job.id, job.id]
     assert server.keys[0] != server.keys[1]
     jobs = [{"id": job.id, "attempts": 1, "finished_at": 1.0}]
@@ -175,7 +175,7 @@ def test_a_refusal_that_echoes_the_url_is_logged_on_one_line_without_it(q, recei
     fail_jobs(q)
     server = receivers("echo", path="/hook/secret-token-789?token=qwerty123456")
     caplog.set_level(logging.WARNING, logger="delayq.alerts")
-    assert q.send_alerts(Alerter(server.url, "slack")) == 0
+    assert q.control.send_alerts(Alerter(server.url, "slack")) == 0
     assert "secret-token-789" in server.requests[0]["path"]    # the page the receiver sent back did echo it
     [warning] = warnings_of(caplog)
     assert "HTTP 404" in warning and "no route for" in warning and "\n" not in warning

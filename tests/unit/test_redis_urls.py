@@ -11,7 +11,8 @@ import redis
 
 from delayq import config
 from delayq.errors import ConfigError
-from delayq.index.redis_client import CLUSTER, SENTINEL, SERVER, Failover, RedisUrlError, _Bounded, connect, parse
+from delayq.index.redis_client import Failover, _Bounded, connect
+from delayq.redis_urls import CLUSTER, SENTINEL, SERVER, RedisUrlError, parse
 
 
 def test_sentinel_form_names_hosts_master_db_and_keeps_both_passwords_out_of_sight():

@@ -9,8 +9,9 @@ from werkzeug.datastructures import MultiDict
 from delayq import ladders
 from delayq.commands.web import check_listen, is_loopback
 from delayq.errors import InvalidInput
-from delayq.runner.decide import UNKNOWN as RUNNER_UNKNOWN
+from delayq.retries import UNKNOWN as RUNNER_UNKNOWN
 from delayq.search import JobFilter
+from delayq.reports import Activity
 from delayq.web import charts, display, forms, security
 
 T = 1_800_000_000.0
@@ -30,21 +31,47 @@ def test_upcoming_attempts_stop_at_the_deadline_and_show_the_jitter_range():
     assert [(u.earliest - T, u.latest - T) for u in found] == [(0, 0), (10, 20), (30, 60)]
 
 
-def test_chart_stacks_outcomes_per_minute_on_a_round_scale():
+def activity(counts, window="1h", late_avg=None, late_max=None):
+    n = len(next(iter(counts.values()))) if counts else 61
+    return Activity(window, None, T, {"1h": 60, "24h": 900, "7d": 3600}[window], counts,
+                    late_avg or [None] * n, late_max or [None] * n)
+
+
+def test_chart_stacks_outcomes_per_bucket_on_a_round_scale():
     assert [charts.nice_ceiling(n) for n in (0, 1, 3, 7, 10, 11, 999)] == [1, 1, 5, 10, 10, 20, 1000]
-    chart = charts.per_minute(T, {"succeeded": [4] + [0] * 60, "retry": [0] * 60 + [2], "snoozed": [1] + [0] * 60}, 60)
+    chart = charts.attempts(activity({"succeeded": [4] + [0] * 60, "retry": [0] * 60 + [2], "snoozed": [1] + [0] * 60}))
     assert chart.totals == {"succeeded": 4, "failures": 2, "other": 1}
     assert [b.css for b in chart.bars] == ["bar-ok", "bar-other", "bar-fail"]
     ok, other, fail = chart.bars
     assert ok.x == other.x < fail.x and other.y + other.height == ok.y          # stacked on top of each other
     assert ok.height == pytest.approx(4 * other.height) and chart.y_ticks[-1][1] == "5"
     assert fail.title.endswith(": 2 failures") and chart.x_ticks[-1][2] == "end"
+    assert chart.title.startswith("Attempts per minute, last hour: 4 succeeded")
+
+
+def test_the_long_charts_name_their_buckets_and_show_the_day():
+    week = charts.attempts(activity({"succeeded": [1] * 169}, "7d"))
+    assert week.title.startswith("Attempts per hour, last 7 days") and len(week.bars) == 169
+    assert all(len(label.split()) == 2 for _, label, _ in week.x_ticks)        # "Thu 14:00"
+    day = charts.attempts(activity({"failed": [0] * 96 + [3]}, "24h"))
+    assert day.title.startswith("Attempts per quarter hour, last 24 hours") and day.totals["failures"] == 3
+
+
+def test_the_lateness_chart_shows_the_average_and_names_the_largest():
+    avg = [None] * 59 + [2.0, 90.0]
+    most = [None] * 59 + [5.0, 400.0]
+    chart = charts.lateness(activity({}, late_avg=avg, late_max=most))
+    assert [b.title.split(": ", 1)[1] for b in chart.bars] == ["2s on average, the largest 5s",
+                                                             "90s on average, the largest 6.7m"]
+    assert chart.bars[1].height > chart.bars[0].height and chart.y_ticks[-1][1] == "100s"
+    assert chart.title.endswith("the largest 6.7m")
+    assert charts.lateness(activity({})).bars == [] and "the largest none" in charts.lateness(activity({})).title
 
 
 @pytest.mark.parametrize("peak", [7, 9_999, 12_000, 99_000, 100_000, 180_000, 2_400_000, 900_000_000])
 def test_the_charts_axis_labels_fit_its_margin(peak):
     """Issue 24: the chart's top label was clipped ("00,000" for 100,000 attempts a minute)."""
-    chart = charts.per_minute(T, {"succeeded": [peak] + [0] * 60}, 60)
+    chart = charts.attempts(activity({"succeeded": [peak] + [0] * 60}))
     labels = [label for _, label in chart.y_ticks]
     assert all(len(label) <= 5 for label in labels), labels
     assert labels[0] == "0" and labels[-1] == charts.compact(charts.nice_ceiling(peak))

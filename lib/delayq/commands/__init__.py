@@ -14,7 +14,8 @@ import importlib
 import sys
 from typing import Sequence
 
-from .. import __version__, cli
+from .. import cli
+from ..version import __version__
 from ..errors import EXIT_USAGE
 
 # name -> (module, what it does): a fixed map, never built from input

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from .. import cli, validate, words
+from .. import bulk, cli, validate, words
 from ..bulk import SAMPLE, WORDS, BulkResult, done_text, dry_text, left_alone, per_queue, why
 from ..errors import InvalidInput, NotFound
 from ..search import TIME_FIELDS, JobFilter, arg_filter, when
@@ -65,7 +65,7 @@ def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,
     """Preview; with --dry-run report it; above CONFIRM_ABOVE jobs without --yes refuse (exit 2); else act
     with a progress bar (a terminal only) and report exactly what was touched. Nothing touched: exit 3
     (NotFound, saying why) unless `none_is_error` is False (purge from cron: nothing old yet is fine)."""
-    preview = manager.bulk_preview(action, f)
+    preview = bulk.preview(manager, action, f)
     if args.dry_run:
         data = report(action, preview)
         data[f"would_{action}"] = data.pop(WORDS[action][0])
@@ -96,7 +96,7 @@ def nothing(action: str, f: JobFilter, result: BulkResult, manager: Any) -> str:
     past, status = WORDS[action]
     if result.skipped:
         return f"nothing {past}: {left_alone(result)} (only {status} jobs can be {past})"
-    others = manager.search(f, limit=SAMPLE)
+    others = manager.reports.search(f, limit=SAMPLE)
     if others:
         listed = ", ".join(why(row["id"], row["status"]) for row in others[:5])
         return f"nothing {past}: {listed}{', ...' if len(others) > 5 else ''} (only {status} jobs can be {past})"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import app, cli
+from .. import app, bulk, cli
 from . import _filters
 
 EPILOG = """examples:
@@ -23,4 +23,4 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     manager = app.open_ready(settings, create=False)
     f = _filters.job_filter(args, manager.clock.now())
-    return _filters.act(args, manager, "cancel", f, lambda f, progress: manager.bulk_cancel(f, progress=progress))
+    return _filters.act(args, manager, "cancel", f, lambda f, progress: bulk.cancel(manager, f, progress=progress))

@@ -7,7 +7,7 @@ import time
 
 from tqdm import tqdm
 
-from .. import app, cli
+from .. import app, cli, recovery
 from ..recovery import Reconciled
 from ..runner import orphans
 
@@ -30,24 +30,26 @@ def execute(args, settings) -> int:
     manager = app.open_ready(settings, create=False)     # a broken configuration fails here, with its cause
     started = time.monotonic()
     settled = orphans.recover_here(manager)    # ledgers runners on this host left: first, before their leases
-    recovered = manager.recover_expired()
-    stranded = manager.requeue_stranded() + manager.index_newer()
+    recovered = recovery.recover_expired(manager)
+    store, now = manager.store, manager.clock.now()
+    stranded = recovery.requeue_stranded(store, manager.index, now) + recovery.index_newer(store, manager.index, now)
     rebuilt = Reconciled()
     index = manager.index
     if args.rebuild == "now" or (args.rebuild == "auto" and getattr(index, "rebuild_due", None)
                                  and index.rebuild_due(args.rebuild_every)):
         with tqdm(desc="reconcile", unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
             try:
-                rebuilt = manager.reconcile(bar.update)
+                rebuilt = recovery.reconcile(store, index, manager.clock, bar.update)
             except BaseException:
                 if getattr(index, "rebuild_failed", None):
                     index.rebuild_failed()    # let the next run try again, not in --rebuild-every seconds
                 raise
     alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
-    alerted = manager.send_alerts(alerter) if alerter else 0
+    alerted = manager.control.send_alerts(alerter) if alerter else 0
+    rolled = manager.control.roll_up()      # the dashboard's 24-hour and 7-day charts
     data = {"from_ledgers": len(settled), "requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
-            "alerted": alerted, "seconds": round(time.monotonic() - started, 3)}
+            "alerted": alerted, "rolled_up": rolled, "seconds": round(time.monotonic() - started, 3)}
     cli.emit(args, data, f"{args.prog}: " + " ".join(f"{k}={v}" for k, v in data.items()))
     return 0

@@ -24,8 +24,8 @@ def execute(args, settings) -> int:
         raise InvalidInput(f"--limit must be between 1 and {MAX_PAGE}")
     manager = app.open_reader(settings)
     f = _filters.job_filter(args, manager.clock.now())
-    rows = manager.search(f, before=args.before, limit=args.limit)
-    paused = manager.paused_queues()
+    rows = manager.reports.search(f, before=args.before, limit=args.limit)
+    paused = manager.control.paused_queues()
     for row in rows:
         row["due_at"], row["finished_at"] = cli.when(row["due_at"]), cli.when(row["finished_at"])
         row["created_at"] = cli.when(row["created_at"])

@@ -17,9 +17,9 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     args.queue = cli.the_queue(args)
     manager = app.open_ready(settings, create=False)
-    new = manager.pause(args.queue, args.reason)
-    since, reason = manager.paused_queues()[args.queue]
-    waiting = sum(n for _, status, n in manager.count(JobFilter(queues=(args.queue,), statuses=("pending",))))
+    new = manager.control.pause(args.queue, args.reason)
+    since, reason = manager.control.paused_queues()[args.queue]
+    waiting = sum(n for _, status, n in manager.reports.count(JobFilter(queues=(args.queue,), statuses=("pending",))))
     data = {"queue": args.queue, "paused": True, "already": not new, "since": cli.when(since), "reason": reason,
             "pending": waiting}
     text = (f"paused queue {args.queue}" if new else f"queue {args.queue} was already paused since {cli.when(since)}") + (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import app, cli
+from .. import app, bulk, cli
 from ..errors import InvalidInput
 from . import _filters
 
@@ -33,5 +33,5 @@ def execute(args, settings) -> int:
     manager = app.open_ready(settings, create=False)
     args.status = args.status or ([] if args.id else [DEFAULT_STATUSES])    # named ids: any final status
     f = _filters.job_filter(args, manager.clock.now())
-    return _filters.act(args, manager, "purge", f, lambda f, progress: manager.bulk_purge(f, progress=progress, batch=args.batch),
+    return _filters.act(args, manager, "purge", f, lambda f, progress: bulk.purge(manager, f, progress=progress, batch=args.batch),
                         extra={"statuses": list(f.statuses)}, none_is_error=False)

@@ -14,7 +14,7 @@ def build_parser(prog: str) -> cli.Parser:
 def execute(args, settings) -> int:
     args.queue = cli.the_queue(args)
     manager = app.open_ready(settings, create=False)
-    resumed = manager.resume(args.queue)
+    resumed = manager.control.resume(args.queue)
     text = f"resumed queue {args.queue}" if resumed else f"queue {args.queue} was not paused: nothing to do"
     cli.emit(args, {"queue": args.queue, "paused": False, "was_paused": resumed}, text)
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import app, cli, validate
+from .. import app, bulk, cli, validate
 from . import _filters
 
 EPILOG = """examples:
@@ -29,5 +29,5 @@ def execute(args, settings) -> int:
     f = _filters.job_filter(args, manager.clock.now())
     at = validate.instant(args.at, "--at") if args.at else None
     step = validate.text(args.step, "--step", 64) if args.step else None
-    return _filters.act(args, manager, "retry", f, lambda f, progress: manager.bulk_retry(
-        f, step=step, reset_attempts=args.reset_attempts, at=at, progress=progress))
+    return _filters.act(args, manager, "retry", f, lambda f, progress: bulk.retry(
+        manager, f, step=step, reset_attempts=args.reset_attempts, at=at, progress=progress))

@@ -70,7 +70,7 @@ def execute(args, settings) -> int:
     # With --json, stdout carries one JSON object: what jobs print (in this process or a worker) goes to stderr.
     with stdout_to_stderr() if args.json else contextlib.nullcontext():
         # With --for, outcomes are written on a second connection while the next jobs run.
-        beat = Heartbeat(manager, queues, concurrency * max(1, args.processes), running=lambda: runner.running_now(),
+        beat = Heartbeat(manager.control, queues, concurrency * max(1, args.processes), running=lambda: runner.running_now(),
                          every=settings.heartbeat)
         runner = Runner(manager, queues, args.batch, concurrency=concurrency, processes=args.processes,
                         should_stop=lambda: bool(stop), pipeline=args.seconds > 0, timeout=timeout, grace=args.grace,

@@ -22,9 +22,9 @@ def build_parser(prog: str) -> cli.Parser:
 
 def execute(args, settings) -> int:
     manager = app.open_reader(settings)
-    found = manager.find(job_id=args.id, ext=validate.ext(args.ext), queue=args.queue,
+    found = manager.reports.find(job_id=args.id, ext=validate.ext(args.ext), queue=args.queue,
                          event_id=validate.text(args.event, "--event", 64) if args.event else None)
-    shown = [(job, manager.attempts(job.id), manager.steps(job.id)) for job in found]
+    shown = [(job, manager.reports.attempts(job.id), manager.reports.steps(job.id)) for job in found]
     data = {"jobs": [dict(_fields(job), args=_args(job), attempts_history=[_attempt(a) for a in tries],
                           steps=[_step(s) for s in steps]) for job, tries, steps in shown]}
     cli.emit(args, data, "\n\n".join(_text(job, tries, steps) for job, tries, steps in shown))

@@ -19,8 +19,8 @@ COLUMNS = ("queue", "pending", "running", "failed", "due_now", "lag_s", "ok_1m",
 def gather(manager) -> dict[str, dict]:
     """queue -> counts by status, due now, oldest due lag (0 when paused), next due, outcomes of the last minute
     and hour from the attempts (a retried job's failure still counts), lateness, paused."""
-    now, rows = manager.stats(HOUR)
-    paused = manager.paused_queues()
+    now, rows = manager.reports.stats(HOUR)
+    paused = manager.control.paused_queues()
     queues: dict[str, dict] = {}
     for queue, status, count, due_now, oldest, upcoming, _ in rows:
         q = _queue(queues, queue, paused)
@@ -32,7 +32,7 @@ def gather(manager) -> dict[str, dict]:
             q["oldest_due_lag_s"] = round(max(0.0, late), 3)
             q["oldest_due"] = None if oldest is None else float(oldest)
             q["next_due"] = None if upcoming is None else float(upcoming)
-    for queue, outcome, hour, minute, late_avg, late_max in manager.recent_attempts():
+    for queue, outcome, hour, minute, late_avg, late_max in manager.reports.recent_attempts():
         q = _queue(queues, queue or "", paused)
         names = words.counted_as(outcome)       # a run that timed out counts as timed_out and as retry or failed
         for window, n in (("1m", int(minute or 0)), ("1h", int(hour or 0))):
@@ -101,7 +101,7 @@ def show(args, manager, settings) -> int:
     stats = gather(manager)
     if args.prom:
         metrics.write_textfile(args.prom, manager)
-    runners = manager.workers()
+    runners = manager.control.workers()
     shown = {q: {k: (cli.when(v) if k in ("next_due", "oldest_due", "paused_since") else v) for k, v in s.items()
                  if not k.startswith("_")} for q, s in stats.items()}
     data = {"time": cli.when(manager.clock.now()), "queues": shown,

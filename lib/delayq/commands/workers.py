@@ -21,7 +21,7 @@ def execute(args, settings) -> int:
     manager = app.open_reader(settings)
     now = manager.clock.now()
     since = when(args.since, "--since", now)
-    found = sorted((w for w in manager.workers() if (w.live or not args.live) and (since is None or w.last_seen >= since)),
+    found = sorted((w for w in manager.control.workers() if (w.live or not args.live) and (since is None or w.last_seen >= since)),
                    key=lambda w: (w.state != "live", -w.last_seen))
     data = {"workers": [_data(w, now) for w in found],
             "live": sum(1 for w in found if w.live), "stopped": sum(1 for w in found if not w.live)}

@@ -9,8 +9,8 @@
     supervisor.py  Supervisor: forks workers and solos, time limits, SIGTERM, recovers the dead at once
     child.py       what a forked process sets up (process group, os._exit hook, fatal-signal report)
     postmortem.py  what each job of a dead process comes to (recovery.settle writes it)
-    execute.py     run_job: one job in the current thread, whatever it raises, as a Result
-    decide.py      decide/outcome: a Result to succeeded, a retry or snooze, failed, timed_out
+    execute.py     run_job: one job in the current thread, whatever it raises, as a Result (../retries.py:
+                   what a Result comes to: succeeded, retried, failed, expired)
     summary.py     the summary line, one log line per outcome
 
 Where a job goes when a process dies: its worker's ledger says whether it never started (handed
@@ -26,8 +26,8 @@ import time
 from typing import Callable
 
 from ..jobs import Job, Outcome
-from .decide import decide, outcome
-from .execute import Result, describe_error, job_args, run_job
+from ..retries import Result, decide, outcome
+from .execute import describe_error, job_args, run_job
 from .summary import Summary
 from .supervisor import Supervisor
 from .worker import DEFAULT_CONCURRENCY, DEFAULT_GRACE, DEFAULT_TIMEOUT, Worker

@@ -10,30 +10,14 @@ from __future__ import annotations
 
 import json
 import traceback
-from dataclasses import dataclass
-
 from .. import context
 from ..errors import CallableRefused, Permanent, Snooze
 from ..jobs import Job
 from ..registry import steps_of
+from ..retries import ERROR, LATE, OK, PERMANENT, SKIPPED, SNOOZE, Result
 from ..steps import run_steps
 
 MAX_ERROR = 3000          # characters of an error kept (results cross a pipe from worker to supervisor)
-
-OK, ERROR, PERMANENT, SNOOZE, SKIPPED, LATE = "ok", "error", "permanent", "snooze", "skipped", "late"
-
-
-@dataclass
-class Result:
-    """What one run came to: small and picklable (it crosses from a worker process to the supervisor)."""
-
-    job_id: int
-    kind: str                   # ok, error, permanent, snooze, skipped (an at-most-once claim gone), late
-    started: float
-    finished: float
-    error: str | None = None    # "Type: message" and the job's last frames
-    snooze: float | None = None  # seconds asked by Snooze(seconds)
-    ran: float | None = None    # seconds it ran, on this host's monotonic clock (the shared clock may step)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -79,7 +63,7 @@ def _call(manager, job: Job) -> None:
     target = manager.registry.resolve(job.call)
     args = job_args(job)
     if isinstance(target, type) and steps_of(target) is not None:
-        run_steps(manager.step_store, manager.clock, job, target, args, describe_error)
+        run_steps(manager.store, manager.clock, job, target, args, describe_error)
     else:
         target(**args)
 

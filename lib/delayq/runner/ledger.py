@@ -27,7 +27,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from .execute import ERROR, LATE, OK, PERMANENT, SKIPPED, SNOOZE
+from ..retries import ERROR, LATE, OK, PERMANENT, SKIPPED, SNOOZE
 
 TICK = 0.05                 # seconds between the worker's ticks
 
@@ -94,7 +94,10 @@ def _size(slots: int, threads: int) -> tuple[int, int, int]:
     return head, table, table + 8 * _WORDS * slots
 
 
-class Ledger:
+class LedgerMemory:
+    """A ledger's shared memory, and what the supervisor reads of it (and the orders it gives); Ledger adds
+    what the worker writes."""
+
     def __init__(self, slots: int, threads: int, path: str | None = None, *, _fd: int | None = None):
         """A new ledger: anonymous memory, or the file `path` (created, locked until every process that has it
         open is gone; the forked children inherit the lock with the descriptor)."""
@@ -140,80 +143,6 @@ class Ledger:
         except (OSError, ValueError):
             os.close(fd)
             return None
-
-    # -- the worker writes --------------------------------------------------------------
-    def take(self, job_id: int) -> int:
-        """A slot for a job just claimed (QUEUED); IndexError when none is free (the claimer never asks for more)."""
-        slot = self._free.pop()
-        base = slot * _WORDS
-        self._q[base + _ID] = job_id
-        self._q[base + _STATE] = QUEUED
-        self._head_q[_HELD] += 1
-        return slot
-
-    def start(self, slot: int, thread: int, started: float, limit: float, tid: int, ident: int) -> None:
-        """The job's code is about to run in job thread `thread` (written before it runs)."""
-        base = slot * _WORDS
-        self._d[base + _STARTED] = started
-        self._d[base + _LIMIT] = limit
-        self._q[base + _TID] = tid
-        self._q[base + _IDENT] = ident
-        self._q[base + _STATE] = RUNNING
-        self._table[thread] = slot + 1
-
-    def idle(self, thread: int) -> None:
-        """Job thread `thread` runs nothing now."""
-        self._table[thread] = 0
-
-    def end(self, slot: int, kind: str, started: float, finished: float, snooze: float | None) -> bool:
-        """The job returned: ENDED with its kind, until its outcome is committed. False if the supervisor abandoned
-        it meanwhile (past its time limit): its result must then be dropped."""
-        base = slot * _WORDS
-        if self._q[base + _STATE] & _ABANDONED:
-            return False
-        self._d[base + _STARTED] = started
-        self._d[base + _FINISHED] = finished
-        self._d[base + _SNOOZE] = -1.0 if snooze is None else float(snooze)
-        self._q[base + _STATE] = ENDED | _CODES.get(kind, 0)
-        return True
-
-    def free(self, slot: int) -> None:
-        """Its outcome is committed, or it was handed on, or handed back: nothing of it is held here any more."""
-        base = slot * _WORDS
-        self._q[base + _STATE] = FREE
-        self._q[base + _ID] = 0
-        self._head_q[_HELD] -= 1
-        self._free.append(slot)
-
-    def available(self) -> int:
-        """Free slots: the most jobs the worker may claim now."""
-        return len(self._free)
-
-    def abandoned(self, slot: int, job_id: int) -> bool:
-        """Whether the supervisor gave up on this job (its time limit) while it ran."""
-        if slot < 0:
-            return False
-        base = slot * _WORDS
-        return self._q[base + _ID] == job_id and bool(self._q[base + _STATE] & _ABANDONED)
-
-    def tick(self, now: float) -> None:
-        self._head_d[_TICK] = now
-
-    def blame(self, slot: int) -> None:
-        """The job in this slot is ending the process (os._exit): the supervisor blames it, and only it."""
-        self._head_q[_CULPRIT] = slot + 1
-
-    def fail(self, line: str, pid: int) -> None:
-        """A fatal error of the worker itself (a backend that stopped answering), one line for the supervisor."""
-        data = line.encode("utf-8", "replace")[:_FATAL_BYTES]
-        self._fatal[:len(data)] = data
-        self._head_q[_FATAL_LEN] = len(data)
-        self._head_q[_PID] = pid
-
-    def publish(self, summary) -> None:
-        """The worker's summary so far (after each commit, and at its end): the supervisor adds it up."""
-        for i, name in enumerate(COUNTERS):
-            self._head_q[_COUNTERS + i] = getattr(summary, name)
 
     # -- both -------------------------------------------------------------------------------
     @property
@@ -299,3 +228,81 @@ class Ledger:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class Ledger(LedgerMemory):
+    """What the worker writes: each job's slot from its claim to its commit, the ticker, its fatal line, its
+    counters (created before the fork: the supervisor keeps the same memory, as a LedgerMemory reads it)."""
+
+    def take(self, job_id: int) -> int:
+        """A slot for a job just claimed (QUEUED); IndexError when none is free (the claimer never asks for more)."""
+        slot = self._free.pop()
+        base = slot * _WORDS
+        self._q[base + _ID] = job_id
+        self._q[base + _STATE] = QUEUED
+        self._head_q[_HELD] += 1
+        return slot
+
+    def start(self, slot: int, thread: int, started: float, limit: float, tid: int, ident: int) -> None:
+        """The job's code is about to run in job thread `thread` (written before it runs)."""
+        base = slot * _WORDS
+        self._d[base + _STARTED] = started
+        self._d[base + _LIMIT] = limit
+        self._q[base + _TID] = tid
+        self._q[base + _IDENT] = ident
+        self._q[base + _STATE] = RUNNING
+        self._table[thread] = slot + 1
+
+    def idle(self, thread: int) -> None:
+        """Job thread `thread` runs nothing now."""
+        self._table[thread] = 0
+
+    def end(self, slot: int, kind: str, started: float, finished: float, snooze: float | None) -> bool:
+        """The job returned: ENDED with its kind, until its outcome is committed. False if the supervisor abandoned
+        it meanwhile (past its time limit): its result must then be dropped."""
+        base = slot * _WORDS
+        if self._q[base + _STATE] & _ABANDONED:
+            return False
+        self._d[base + _STARTED] = started
+        self._d[base + _FINISHED] = finished
+        self._d[base + _SNOOZE] = -1.0 if snooze is None else float(snooze)
+        self._q[base + _STATE] = ENDED | _CODES.get(kind, 0)
+        return True
+
+    def free(self, slot: int) -> None:
+        """Its outcome is committed, or it was handed on, or handed back: nothing of it is held here any more."""
+        base = slot * _WORDS
+        self._q[base + _STATE] = FREE
+        self._q[base + _ID] = 0
+        self._head_q[_HELD] -= 1
+        self._free.append(slot)
+
+    def available(self) -> int:
+        """Free slots: the most jobs the worker may claim now."""
+        return len(self._free)
+
+    def abandoned(self, slot: int, job_id: int) -> bool:
+        """Whether the supervisor gave up on this job (its time limit) while it ran."""
+        if slot < 0:
+            return False
+        base = slot * _WORDS
+        return self._q[base + _ID] == job_id and bool(self._q[base + _STATE] & _ABANDONED)
+
+    def tick(self, now: float) -> None:
+        self._head_d[_TICK] = now
+
+    def blame(self, slot: int) -> None:
+        """The job in this slot is ending the process (os._exit): the supervisor blames it, and only it."""
+        self._head_q[_CULPRIT] = slot + 1
+
+    def fail(self, line: str, pid: int) -> None:
+        """A fatal error of the worker itself (a backend that stopped answering), one line for the supervisor."""
+        data = line.encode("utf-8", "replace")[:_FATAL_BYTES]
+        self._fatal[:len(data)] = data
+        self._head_q[_FATAL_LEN] = len(data)
+        self._head_q[_PID] = pid
+
+    def publish(self, summary) -> None:
+        """The worker's summary so far (after each commit, and at its end): the supervisor adds it up."""
+        for i, name in enumerate(COUNTERS):
+            self._head_q[_COUNTERS + i] = getattr(summary, name)

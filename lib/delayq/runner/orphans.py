@@ -114,7 +114,7 @@ def recover(manager, folder: str) -> list[recovery.Recovered]:
                                                 if k.abandoned and k.state == RUNNING})
             judge, _ = postmortem.judge(death, known, manager.clock.now(), time.monotonic())
             settled = recovery.settle(manager, manager.held(holder), judge)
-            manager.requeue_claims(holder)
+            recovery.requeue_claims(manager.store, manager.index, holder)
         except DelayqError:            # the backend: the file stays for the next runner
             ledger.close()
             raise

@@ -27,8 +27,7 @@ import signal
 from dataclasses import dataclass, field
 
 from ..jobs import Job
-from .decide import CRASHED, INTERRUPTED, TIMEOUT
-from .execute import OK, SNOOZE, Result
+from ..retries import CRASHED, INTERRUPTED, OK, SNOOZE, TIMEOUT, Result
 from .ledger import ENDED, QUEUED, RUNNING, Known
 
 FATAL_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT)

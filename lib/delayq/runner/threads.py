@@ -21,8 +21,8 @@ from typing import Callable, Protocol
 
 from ..errors import DelayqError
 from ..jobs import Job
-from .decide import TIMEOUT
-from .execute import SKIPPED, Result, run_job
+from ..retries import SKIPPED, TIMEOUT, Result
+from .execute import run_job
 from .ledger import Ledger
 
 HANDED = "handed"            # a Result kind: passed to a process of its own, nothing to record here

@@ -1,6 +1,7 @@
 """A worker: one process's loop of claim, run, commit. Each worker claims, runs and records its own jobs.
 
-Its roles, each a class of its own: the Claimer (what to claim and when, in a thread), the job
+Its parts: holding.py (what it holds from claim to commit) and stopping.py (how it stops); its roles, each a
+class of its own: the Claimer (what to claim and when, in a thread), the job
 threads (threads.py: ThreadExecutor), the OutcomeWriter (group commits), the LeaseKeeper, and
 the Ledger (shared memory that says, at every instant, which of its jobs never started, which
 run and which ended with their outcome not yet committed). The worker is one holder: every
@@ -27,15 +28,16 @@ from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import wait as wait_futures
 from typing import Callable
 
-from ..errors import BackendError, DelayqError
 from ..jobs import Job, Outcome, new_holder
+from ..retries import SKIPPED
 from .claimer import MAX_AHEAD, MAX_CLAIM, Claimer
-from .decide import INTERRUPTED, TIMEOUT, outcome
-from .execute import SKIPPED, Result, run_job
+from .execute import run_job
+from .holding import Holding
 from .leases import LeaseKeeper
 from .ledger import Ledger
-from .summary import Summary, log_outcome
-from .threads import ABANDONED, BROKEN, HANDED, HandOff, ThreadExecutor
+from .stopping import Stopping
+from .summary import Summary
+from .threads import HandOff, ThreadExecutor
 from .writer import FLUSH_SIZE, OutcomeWriter
 
 log = logging.getLogger("delayq.runner")
@@ -51,7 +53,9 @@ def ledger_for(concurrency: int, path: str | None = None) -> Ledger:
     return Ledger(concurrency + MAX_AHEAD + MAX_CLAIM + 2 * FLUSH_SIZE + 64, concurrency, path)
 
 
-class Worker:
+class Worker(Holding, Stopping):
+    """The loop (its parts: holding.py, what it holds from claim to commit; stopping.py, how it stops)."""
+
     def __init__(self, manager, queues: list[str], batch: int = 200, *, concurrency: int = 1,
                  rng: random.Random | None = None, should_stop: Callable[[], bool] = lambda: False,
                  pipeline: bool = False, timeout: float = DEFAULT_TIMEOUT, grace: float = DEFAULT_GRACE,
@@ -204,163 +208,6 @@ class Worker:
             self._take(self.executor.poll(0), summary)
         if time.monotonic() - self._snapshot_at >= 0.5:
             self._snapshot, self._snapshot_at = self.running(), time.monotonic()
-
-    def _claim_now(self, want: int, summary: Summary) -> list[Job]:
-        if want <= 0:
-            return []
-        jobs = self.claimer.claim(want, self.claimer.plan(want))
-        summary.passes += 1
-        summary.claimed += len(jobs)
-        return self._held(jobs)
-
-    def _collect(self, future, summary: Summary) -> list[Job]:
-        jobs = self.claimer.collect(future)
-        summary.passes += 1
-        summary.claimed += len(jobs)
-        return self._held(jobs)
-
-    def _held(self, jobs: list[Job]) -> list[Job]:
-        """A ledger slot for each job just claimed (written before anything else happens to it); a job already
-        held here is not taken twice."""
-        fresh = [job for job in jobs if job.id not in self.slots]
-        for job in fresh:
-            self.slots[job.id] = self.ledger.take(job.id)
-        return fresh
-
-    def _submit(self, jobs: list[Job]) -> None:
-        if jobs:
-            for job in jobs:
-                self._jobs[job.id] = job
-            self.executor.submit(jobs)
-
-    def _release(self, job_id: int) -> None:
-        """Nothing of this job is held here any more: its ledger slot is free (once, whoever gets here first)."""
-        slot = self.slots.pop(job_id, None)
-        if slot is not None:
-            self.ledger.free(slot)
-
-    def _take(self, results: list[Result], summary: Summary) -> None:
-        """Results to outcomes, waiting for the next group commit."""
-        for result in results:
-            job = self._jobs.pop(result.job_id, None)
-            if job is None:
-                continue
-            self.claimer.ended(job)
-            if result.kind in (HANDED, SKIPPED):     # passed to a process of its own, or its claim was gone
-                self._release(job.id)
-                summary.skipped += result.kind == SKIPPED
-                continue
-            if result.kind == ABANDONED:             # its supervisor records it once this process is gone
-                continue
-            if result.kind == BROKEN:                # the store or index failed around it: stop (exit 1, one line)
-                raise BackendError(result.error or "the store failed")
-            self.claimer.observe(result.ran if result.ran is not None else max(0.0, result.finished - result.started))
-            if result.kind == TIMEOUT:
-                summary.timed_out += 1
-            done = self._outcome(job, result)
-            log_outcome(done, result.kind)
-            self.writer.add(done)
-
-    def _committed(self, outcomes: list[Outcome], summary: Summary) -> None:
-        """Their outcomes are committed: their ledger slots are free (a job timed out here still runs in its
-        thread, which frees its slot if it ever returns); the supervisor sees the counts so far."""
-        cut = self.executor.abandoned()
-        for o in outcomes:
-            if not (o.interrupted and o.job.id in cut):
-                self._release(o.job.id)
-        self.ledger.publish(summary)
-
-    def _outcome(self, job: Job, result: Result) -> Outcome:
-        done = outcome(job, result, self.rng)
-        if done.ended_by_deadline and job.on_timeout:
-            try:     # the deadline ended it: its on_timeout handler is written with the outcome
-                done.followup = self.manager.timeout_handler(job, done.finished_at)
-            except DelayqError as exc:
-                log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
-        return done
-
-    def _live(self) -> list[Job]:
-        """The jobs still to wait for: handed to the executor, no result yet, not given up by the supervisor."""
-        return [job for job_id, job in self._jobs.items()
-                if not self.ledger.abandoned(self.slots.get(job_id, -1), job_id)]
-
-    # -- stopping -----------------------------------------------------------------------
-    def _hand_back(self, summary: Summary) -> None:
-        """Stop claiming; what was claimed and never started goes back to pending at once."""
-        handed = self._unsubmitted(summary) + self.executor.stop()
-        for job in handed:
-            self._jobs.pop(job.id, None)
-            self.claimer.ended(job)
-        if handed:
-            summary.handed_back += self.manager.unclaim(handed)
-            for job in handed:
-                self._release(job.id)
-
-    def _stop(self, summary: Summary, grace: float | None) -> None:
-        """Hand back what never started; let running jobs end (grace: then cut them short). Under a supervisor,
-        running jobs end when they end: it enforces time limits and the grace period by ending this process."""
-        self._hand_back(summary)
-        deadline = None if grace is None or self.supervised else time.monotonic() + grace
-        while self._live() and (deadline is None or time.monotonic() < deadline) and not self.orphaned():
-            self._take(self.executor.poll(0.1), summary)
-            self.writer.flush(summary)
-            self._keep()
-        if self._live() and not self.supervised:
-            now = self.clock.now()
-            cut = self.executor.kill()
-            self._take([Result(job.id, INTERRUPTED, now, now, error=f"interrupted: the runner stopped and its "
-                               f"{grace:g}s grace period ended") for job in cut if job.id in self._jobs], summary)
-        self.writer.flush(summary, force=True)
-        self.writer.drain()
-
-    def _orphan_stop(self, summary: Summary) -> None:
-        """The supervisor is gone: write what has ended, hand back what never started, and stop now (running
-        jobs are cut short with this process; compensate recovers them when their leases run out)."""
-        self._hand_back(summary)
-        self._take(self.executor.poll(0), summary)
-        self.writer.flush(summary, force=True)
-        self.writer.drain()
-
-    def _abort(self, summary: Summary, error: BaseException) -> None:
-        """The loop failed: hand back and record what can be, quietly. Not after a backend error: the store or
-        index stopped answering, and another wait on it would break the one bound on the runner's end
-        (DELAYQ_DB_TIMEOUT / DELAYQ_REDIS_TIMEOUT); compensate recovers these jobs when their leases run out."""
-        if isinstance(error, DelayqError):
-            self.executor.stop()
-            return
-        try:
-            handed = self._unsubmitted(summary) + self.executor.stop()
-            self.manager.unclaim(handed)
-            for job in handed:
-                self._release(job.id)
-            if not self.supervised:
-                now = self.clock.now()
-                cut = self.executor.kill()
-                self._take([Result(job.id, INTERRUPTED, now, now, error="interrupted: the runner failed")
-                            for job in cut if job.id in self._jobs], summary)
-            self.writer.flush(summary, force=True)
-            self.writer.drain()
-        except (DelayqError, OSError) as exc:
-            log.warning("while stopping after an error: %s", exc)
-
-    def _unsubmitted(self, summary: Summary) -> list[Job]:
-        """The jobs of the claims still under way when the loop ended: to hand back with the others."""
-        jobs: list[Job] = []
-        failed: BackendError | None = None
-        for future, _ in list(self.claimer.under_way):
-            wait_futures([future])
-            try:
-                jobs += self._collect(future, summary)
-            except BackendError as exc:  # the backend stopped answering: the worker fails with this one line
-                failed = failed or exc     # (after the others are collected); its claim's jobs come back with
-                self.claimer.under_way = [c for c in self.claimer.under_way if c[0] is not future]   # their lease
-            except DelayqError as exc:   # nothing claimed: its jobs (if any) come back when their lease runs out
-                log.warning("a claim under way when the runner stopped failed: %s", exc)
-                self.claimer.under_way = [claim for claim in self.claimer.under_way if claim[0] is not future]
-        if failed is not None:
-            self.executor.stop()
-            raise failed
-        return jobs
 
     def close(self) -> None:
         self.keeper.stop()

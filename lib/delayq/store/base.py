@@ -41,6 +41,9 @@ class Cancelled:
 
 
 UNIQUE_TAKEN = "unique: another job with its queue and ext is live"     # why retry_ids skipped a unique job
+ROLLUP = 300    # seconds in a rolled-up bucket (MaintenanceStore.roll_up)
+# (bucket, outcome, attempts, lateness sum, lateness count, lateness max): ReportStore.attempts_per_bucket's rows
+Bucket = tuple[int, str, int, float, int, "float | None"]
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,12 @@ class MaintenanceStore(ABC):
         """The alert for these jobs was delivered."""
 
     @abstractmethod
+    def roll_up(self, since: float, until: float, keep: float) -> int:
+        """The attempts finished in [since, until) (multiples of ROLLUP) into ROLLUP-second buckets by queue and
+        outcome, replacing those buckets if they were rolled up before (one transaction: rolled twice, counted
+        once); buckets older than `keep` deleted. Returns the bucket rows written."""
+
+    @abstractmethod
     def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:
         """Those of `ids` still failed back to pending at `due_at`, with their failed steps (or only `step`).
 
@@ -357,8 +366,21 @@ class ReportStore(ABC):
         read from the (status, queue, due_at) index, never the final rows."""
 
     @abstractmethod
-    def attempts_per_minute(self, since: float) -> list[tuple[int, str, int]]:
-        """Rows (minute, outcome, attempts) for the attempts finished since `since`; minute 0 starts at `since`."""
+    def attempts_per_bucket(self, since: float, from_at: float, until: float, bucket: int,
+                            queue: str | None = None) -> list[Bucket]:
+        """The attempts finished in [from_at, until) of `queue` (None: every queue) as rows (bucket, outcome,
+        attempts, lateness sum, lateness count, lateness max), a bucket `bucket` seconds long, 0 starting at
+        `since`; lateness in seconds (started_at - due_at), counted where the due time is known."""
+
+    @abstractmethod
+    def rollups_per_bucket(self, since: float, from_at: float, until: float, bucket: int,
+                           queue: str | None = None) -> list[Bucket]:
+        """The same rows from the rolled-up 5-minute buckets that start in [from_at, until) (MaintenanceStore.roll_up);
+        `bucket` a multiple of 300 and `since` of `bucket`, so each 5-minute bucket falls into one."""
+
+    @abstractmethod
+    def rolled_upto(self) -> float | None:
+        """The start of the newest 5-minute bucket rolled up (epoch seconds), None if none is."""
 
 
 class ControlStore(ABC):

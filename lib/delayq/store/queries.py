@@ -1,10 +1,9 @@
-"""Named SQL queries and migrations, read from the package's sql/ folder (procrastinate's layout).
+"""Named SQL queries and migrations, read from the store's sql/ folder (procrastinate's layout).
 
-One file of queries (sql/queries.sql) serves both dialects; sql/<dialect>/queries.sql
+One file of queries (store/sql/queries.sql) serves both dialects; sql/<dialect>/queries.sql
 overrides only the queries whose SQL truly differs. Migrations: sql/migrations/NNNN_*.sql
 are shared, sql/<dialect>/migrations/NNNN_*.sql replaces a version for one dialect.
-The files ship inside the package (the checkout's lib/delayq/sql is a link to the
-top-level sql/, which the build copies into the wheel) and are read with
+The files ship inside the package (lib/delayq/store/sql/) and are read with
 importlib.resources, so an installed copy finds them wherever it lives.
 
 A block starts with "-- name: NAME", then a one-line "-- description", then the SQL.
@@ -25,8 +24,8 @@ _INCLUDE_RE = re.compile(r"\{include:(\w+)\}")
 
 
 def sql_dir():
-    """The package's sql/ folder, as an importlib.resources Traversable."""
-    return resources.files("delayq") / "sql"
+    """The store's sql/ folder (lib/delayq/store/sql), as an importlib.resources Traversable."""
+    return resources.files(__package__) / "sql"
 
 
 def parse(text: str) -> dict[str, str]:
@@ -39,7 +38,7 @@ def parse(text: str) -> dict[str, str]:
     return queries
 
 
-TABLES = ("jobs", "attempts", "steps", "migrations", "queues", "workers", "tallies", "audit")
+TABLES = ("jobs", "attempts", "steps", "migrations", "queues", "workers", "tallies", "audit", "rollups")
 
 
 def tables(prefix: str) -> dict[str, str]:

@@ -1,8 +1,8 @@
-"""The store on a SQL database: transactions, the schema, and the parts mixed together.
+"""The store on a SQL database: its transactions, and the parts mixed together.
 
-Each concern lives in its own module (sql_jobs, sql_claims, sql_steps, sql_maintenance,
+Each concern lives in its own module (sql_schema, sql_jobs, sql_claims, sql_outcomes, sql_steps, sql_maintenance,
 sql_reporting, sql_control); the dialects (mysql.py, sqlite.py) add the connection and the few
-tokens where the SQL differs. All SQL text comes from the package's sql/ by name.
+tokens where the SQL differs. All SQL text comes from store/sql/ by name.
 """
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Callable, Iterator, TypeVar
 
-from ..errors import BackendError, SchemaError
+from ..errors import BackendError
 from .base import Store
 from .pool import Pool
-from .queries import Queries, latest_version, migrations
+from .queries import Queries
 from .sql_claims import ClaimsSql
 from .sql_control import ControlSql
 from .sql_jobs import JobsSql
 from .sql_maintenance import MaintenanceSql
+from .sql_outcomes import OutcomesSql
 from .sql_reporting import ReportingSql
+from .sql_schema import SchemaSql
 from .sql_steps import StepsSql
 
 _UNBOUNDED = nullcontext()
@@ -28,7 +30,7 @@ T = TypeVar("T")
 DEADLOCK_TRIES = 3
 
 
-class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql, Store):
+class SqlStore(SchemaSql, JobsSql, ClaimsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql, Store):
     dialect = ""
     style = "pyformat"                                   # the driver's parameter style
     driver_errors: tuple[type[BaseException], ...] = ()
@@ -177,57 +179,3 @@ class SqlStore(JobsSql, ClaimsSql, StepsSql, MaintenanceSql, ReportingSql, Contr
         self._pool.close()
         if self._solo_pool is not None:
             self._solo_pool.close()
-
-    def ready(self) -> None:
-        """Make sure the tables exist where this store creates them itself (the embedded SQLite); else nothing."""
-
-    # -- schema --------------------------------------------------------------
-    def migrate(self, now: float) -> list[int]:
-        applied = self.applied_versions()
-        done = []
-        for version, statements in migrations(self.dialect, self.prefix, self.tokens):
-            if version in applied:
-                continue
-            with self.tx() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-                try:
-                    self.run(cur, "record_migration", version=version, now=now)
-                except self.integrity_error:
-                    continue   # another process applied it at the same moment
-            done.append(version)
-        return done
-
-    def applied_versions(self) -> set[int]:
-        with self.tx() as cur:
-            self.run(cur, "create_migrations")
-            return {row[0] for row in self.run(cur, "applied_migrations").fetchall()}
-
-    def check_schema(self) -> int:
-        """The schema version, proven current (connected, authenticated, migrated); SchemaError otherwise."""
-        with self.tx(write=False) as cur:
-            try:
-                versions = {row[0] for row in self.run(cur, "applied_migrations").fetchall()}
-            except self.driver_errors as exc:
-                if not self._missing_table(exc):
-                    raise
-                versions = set()
-        need = latest_version(self.dialect)
-        have = max(versions, default=0)
-        where = f"{self.backend} at {self.where}: delayq's tables (prefix {self.prefix!r})"
-        if have == 0:
-            raise SchemaError(self.no_tables())
-        if have < need:
-            raise SchemaError(f"{where} are at schema version {have}, this delayq needs {need}: run `delayq migrate`")
-        if have > need:
-            raise SchemaError(f"{where} are at schema version {have}, newer than this delayq ({need}): upgrade delayq")
-        return have
-
-    def no_tables(self) -> str:
-        """What a command run against the wrong database or prefix says (the URL without its password)."""
-        return (f"no delayq tables at {self.where} (prefix {self.prefix}): run \"delayq migrate\" to create them, "
-                "or set DELAYQ_DATABASE_URL (and DELAYQ_PREFIX) to the database that has them")
-
-    def server_time(self) -> float:
-        with self.tx(write=False) as cur:
-            return float(self.run(cur, "server_time").fetchone()[0])

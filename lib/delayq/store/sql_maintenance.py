@@ -75,6 +75,11 @@ class MaintenanceSql:
                 for start in range(0, len(ids), CHUNK):
                     self.run(cur, "mark_alerted", now=now, ids=ids[start:start + CHUNK])
 
+    def roll_up(self, since: float, until: float, keep: float) -> int:
+        with self.tx() as cur:
+            self.run(cur, "clear_rollups", since=since, until=until, keep=keep)
+            return self.run(cur, "roll_up", since=since, until=until).rowcount
+
     # -- retry by hand ------------------------------------------------------
     def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:
         with self.tx() as cur:

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from ..search import TIME_FIELDS, JobFilter
+from .base import Bucket
 
 
 def escape_like(text: str) -> str:
@@ -50,6 +51,8 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_upto_id", upto_id=f.upto_id)
     if f.as_of is not None:
         use("filter_as_of", as_of=f.as_of)
+    if f.above_id is not None:
+        use("filter_above_id", above_id=f.above_id)
     return parts, params, {"time_column": TIME_FIELDS[f.time_field]}
 
 
@@ -142,7 +145,23 @@ class ReportingSql:
             return [(queue, status, int(n), int(due or 0), None if first is None else float(first))
                     for queue, status, n, due, first in self.run(cur, "queue_counts", now=now).fetchall()]
 
-    def attempts_per_minute(self, since: float) -> list[tuple[int, str, int]]:
+    def attempts_per_bucket(self, since: float, from_at: float, until: float, bucket: int,
+                            queue: str | None = None) -> list[Bucket]:
+        return self._buckets("attempts_per_bucket", since, from_at, until, bucket, queue)
+
+    def rollups_per_bucket(self, since: float, from_at: float, until: float, bucket: int,
+                           queue: str | None = None) -> list[Bucket]:
+        return self._buckets("rollups_per_bucket", since, from_at, until, bucket, queue)
+
+    def _buckets(self, name: str, since: float, from_at: float, until: float, bucket: int,
+                 queue: str | None) -> list[Bucket]:
         with self.tx(write=False) as cur:
-            rows = self.run(cur, "attempts_per_minute", since=since).fetchall()
-            return [(int(minute), outcome, int(n)) for minute, outcome, n in rows]
+            rows = self.run(cur, name, since=since, from_at=from_at, until=until, bucket=bucket,
+                            all_queues=1 if queue is None else 0, queue=queue or "").fetchall()
+        return [(int(b), outcome, int(n), float(late_sum or 0), int(late_n or 0),
+                 None if late_max is None else float(late_max)) for b, outcome, n, late_sum, late_n, late_max in rows]
+
+    def rolled_upto(self) -> float | None:
+        with self.tx(write=False) as cur:
+            at = self.run(cur, "rolled_upto").fetchone()[0]
+        return None if at is None else float(at)

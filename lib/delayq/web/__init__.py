@@ -8,8 +8,8 @@ on the server), forms.py (query strings
 to a JobFilter, with the CLI's rules), overview.py, jobs.py (search and a job's page), actions.py (every POST:
 retry, cancel, run now, bulk actions, pause and resume, each written to the audit trail), charts.py (SVG),
 display.py (times, durations and statuses as text).
-Templates are Jinja with autoescaping on; the CSS is a static file; there is no JavaScript at all, so the
-Content-Security-Policy forbids every script. Needs the optional extra: pip install 'delayq[web]'.
+Templates are Jinja with autoescaping on; the CSS is a static file, and so is the one script (static/live.js:
+the live parts of a page fetched again without a reload); the Content-Security-Policy allows that file alone. Needs the optional extra: pip install 'delayq[web]'.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every change made from the dashboard: a POST (CSRF-checked in security.py) that calls one manager verb, writes
 one audit row (when, from which address, who, what, how many jobs; refusals too, with why), then redirects to a
-page that shows the outcome. Bulk actions first show what they would do (Manager.bulk_preview) on a
+page that shows the outcome. Bulk actions first show what they would do (bulk.preview) on a
 confirmation page; only its form acts."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
 
-from .. import words
+from .. import bulk, words
 from ..bulk import BulkResult, done_text, dry_text
 from ..errors import BackendError, DelayqError, InvalidInput, NotFound
 from ..search import JobFilter
@@ -26,7 +26,7 @@ def manager() -> Any:
 
 
 def audit(action: str, target: str, jobs: int, detail: str | None = None) -> None:
-    manager().record_action(request.remote_addr or "?", g.actor or "?", action, target, jobs, detail)
+    manager().control.record_action(request.remote_addr or "?", g.actor or "?", action, target, jobs, detail)
 
 
 def act(action: str, target: str, back: str, do: Callable[[], tuple[int, str]]) -> Any:
@@ -49,10 +49,10 @@ def confirmation(job_id: int, verb: str, step: str | None = None) -> Any:
     gift) and for a manual step (a person's work): None when the form says it was confirmed, or nothing asks."""
     if request.form.get("confirmed") == "yes":
         return None
-    job = manager().get(job_id)
+    job = manager().reports.get(job_id)
     if job is None:
         return None                        # the verb says what is wrong
-    if step and any(s.name == step and s.mode == "manual" for s in manager().steps(job_id)):
+    if step and any(s.name == step and s.mode == "manual" for s in manager().reports.steps(job_id)):
         why = (f"Step {step} of job {job_id} is a manual step: a person's work. Retrying it runs it again: check "
                "that it did not take effect (or that doing it twice is harmless) first.")
     elif job.at_most_once and not step:
@@ -108,8 +108,8 @@ def bulk_confirm(action: str) -> Any:
         f = forms.job_filter(request.args, manager().clock.now())
         described = f.describe()
         # the jobs as they are now: the confirmation acts on these only (not on a filter run again later)
-        f = replace(f, upto_id=manager().newest_job_id(), as_of=manager().clock.now())
-        preview = manager().bulk_preview(action, f)
+        f = replace(f, upto_id=manager().reports.newest_job_id(), as_of=manager().clock.now())
+        preview = bulk.preview(manager(), action, f)
         snapshot = [("upto_id", str(f.upto_id)), ("as_of", repr(f.as_of)), ("expected", str(preview.total))]
     except InvalidInput as exc:
         error, described = forms.in_page_words(str(exc)), ""
@@ -132,7 +132,7 @@ def bulk_run(action: str) -> Any:
     target = f"filter: {f.describe()}"
 
     def do() -> tuple[int, str]:
-        result: BulkResult = getattr(manager(), f"bulk_{action}")(f)
+        result: BulkResult = getattr(bulk, action)(manager(), f)
         gone = expected - result.total if f.upto_id is not None and expected > result.total else 0
         since = f" ({gone:,} of the {expected:,} confirmed left alone: they changed since the preview)" if gone else ""
         return result.total, done_text(action, result) + _per_queue(result) + since
@@ -144,10 +144,10 @@ def pause() -> Any:
     reason = (request.form.get("reason") or "").strip() or None
 
     def do() -> tuple[int, str]:
-        if queue and not manager().search(JobFilter(queues=(queue,)), limit=1):   # a typo: no phantom pause
+        if queue and not manager().reports.search(JobFilter(queues=(queue,)), limit=1):   # a typo: no phantom pause
             raise InvalidInput(f"queue {queue[:64]!r} has no job: nothing to pause (the command line can pause a "
                                "queue before its first job: delayq pause)", "queue")
-        new = manager().pause(queue, reason)
+        new = manager().control.pause(queue, reason)
         return 0, (f"paused queue {queue}" if new else f"queue {queue} was paused already") + (
             f" ({reason})" if reason else "") + ": runners stop claiming its jobs within a second"
     return act("pause", f"queue {queue}", url_for("overview"), do)
@@ -157,7 +157,7 @@ def resume() -> Any:
     queue = (request.form.get("queue") or "").strip()
 
     def do() -> tuple[int, str]:
-        if not manager().resume(queue):
+        if not manager().control.resume(queue):
             raise InvalidInput(f"queue {queue} is not paused")
         return 0, f"resumed queue {queue}: runners claim its jobs again"
     return act("resume", f"queue {queue}", url_for("overview"), do)
@@ -168,7 +168,7 @@ def audit_page() -> Any:
         at = forms.seconds(request.args.get("before"), "before")      # nan, inf, 1e400: refused, never sent on
     except InvalidInput as exc:
         abort(400, str(exc))
-    rows = manager().actions(before=at, limit=100)
+    rows = manager().reports.actions(before=at, limit=100)
     return render_template("audit.html", rows=rows, more=rows[-1]["at"] if len(rows) == 100 else None)
 
 

@@ -16,7 +16,7 @@ from .. import words
 STATUS_CLASS = {status: f"st-{status.replace('_', '-')}" for status in words.STATUSES}
 STATUS_CLASS.update({"retry": "st-retry", "snoozed": "st-pending", "interrupted": "st-failed",
                      "timed_out": "st-failed"})
-OUTCOME_MARK = ("outcome unknown",)      # runner.decide.UNKNOWN says it (every recovery path writes it)
+OUTCOME_MARK = ("outcome unknown",)      # retries.UNKNOWN says it (every recovery path writes it)
 
 
 def register(app: Flask) -> None:

@@ -4,6 +4,7 @@ attempts, the deadline, its steps, and an "outcome unknown" warning saying what 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Flask, abort, current_app, render_template, request
@@ -15,24 +16,31 @@ from ..search import JobFilter
 from . import display, forms
 
 TOTAL_UPTO = 10_000     # a search's total is counted this far at most (a bounded read however big the table)
+SCAN_WINDOW = 10_000    # ids a page of a scanning search reads at most (text in the error, an argument)
 
 
 def search() -> Any:
     manager = current_app.extensions["delayq"]
     now = manager.clock.now()
-    error, rows, f, more, total = None, [], JobFilter(), None, None
+    error, rows, f, more, total, window = None, [], JobFilter(), None, None, None
     try:
         f = forms.job_filter(request.args, now)
         before, limit = forms.page(request.args)
-        rows = manager.search(f, before=before, limit=limit + 1)     # one more: is there a next page?
+        if f.scans:      # no index narrows it: a page reads one window of ids, and "older" goes on below it
+            top = before if before is not None else manager.reports.newest_job_id() + 1
+            f = replace(f, above_id=max(0, top - 1 - SCAN_WINDOW), upto_id=top - 1)    # its total: that window
+            window = (f.above_id + 1, top - 1)
+        rows = manager.reports.search(f, before=before, limit=limit + 1)     # one more: is there a next page?
         more = rows[limit - 1]["id"] if len(rows) > limit else None
+        if window is not None and more is None and window[0] > 1:
+            more = window[0]
         rows = rows[:limit]
-        total = manager.count_upto(f, TOTAL_UPTO + 1) if not f.empty else None   # "more than 10,000" past that
+        total = manager.reports.count_upto(f, TOTAL_UPTO + 1) if not f.empty else None   # "more than 10,000" past that
     except InvalidInput as exc:
         error = forms.in_page_words(str(exc))
     given = forms.fields(request.args)
     return render_template("jobs.html", rows=rows, error=error, now=now, given=given, more=more, total=total,
-                           total_upto=TOTAL_UPTO,
+                           total_upto=TOTAL_UPTO, window=window,
                            described=f.describe(), filtered=not f.empty, args=request.args, statuses=words.FILTER_WORDS,
                            time_fields=("due", "created", "finished"),
                            first_page=bool(request.args.get("before"))), 400 if error else 200
@@ -40,12 +48,12 @@ def search() -> Any:
 
 def job_page(job_id: int) -> Any:
     manager = current_app.extensions["delayq"]
-    job = manager.get(job_id)
+    job = manager.reports.get(job_id)
     if job is None:
         abort(404, f"no job with id {job_id}")
     now = manager.clock.now()
-    attempts = manager.attempts(job_id)
-    steps = manager.steps(job_id)
+    attempts = manager.reports.attempts(job_id)
+    steps = manager.reports.steps(job_id)
     upcoming, more = ([], 0)
     if job.status == PENDING:
         upcoming, more = ladders.upcoming(job.ladder, job.attempts, job.max_attempts, job.due_at, job.deadline)

@@ -1,17 +1,20 @@
 """The overview: per queue what waits, what is due, running and failed, which queues are paused, the oldest
-due job; attempts per minute over the last hour as a chart; the runners that beat, with the jobs they run."""
+due job; charts of the attempts and their lateness over the last hour, 24 hours or 7 days, of one queue or all
+(?window=1h|24h|7d&queue=NAME); the runners that beat, with the jobs they run. Its parts marked data-live are
+fetched again every few seconds by static/live.js (no reload)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Flask, current_app, render_template
+from flask import Flask, abort, current_app, render_template, request
 
+from ..errors import InvalidInput
 from ..jobs import TIMEOUT_FAILED, TIMEOUT_RETRY
-from . import charts
+from ..reports import WINDOWS
+from . import charts, forms
 
-MINUTES = 60
 FAILURES = ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)     # attempt outcomes as stored
 
 
@@ -54,12 +57,17 @@ def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], rec
 
 def page() -> Any:
     manager = current_app.extensions["delayq"]
-    now, counts = manager.queue_counts()
-    start, series = manager.throughput(MINUTES)
-    workers = sorted(manager.workers(), key=lambda w: (w.state != "live", -w.last_seen))
-    return render_template("overview.html", now=now, queues=queues(counts, manager.paused_queues(),
-                                                                     manager.recent_attempts()),
-                           chart=charts.per_minute(start, series, MINUTES), workers=workers)
+    window, queue = request.args.get("window", "1h"), request.args.get("queue") or None
+    try:
+        act = manager.reports.activity(window, queue)
+    except InvalidInput as exc:
+        abort(400, forms.in_page_words(str(exc)))
+    now, counts = manager.reports.queue_counts()
+    workers = sorted(manager.control.workers(), key=lambda w: (w.state != "live", -w.last_seen))
+    rows = queues(counts, manager.control.paused_queues(), manager.reports.recent_attempts())
+    return render_template("overview.html", now=now, queues=rows, windows=list(WINDOWS), window=window,
+                           queue=queue, attempts_chart=charts.attempts(act), lateness_chart=charts.lateness(act),
+                           workers=workers)
 
 
 def register(app: Flask) -> None:

@@ -11,8 +11,8 @@
 - Refused requests (401, 403, 429) are written to the audit trail, THROTTLE_FAILURES a window per address at most.
 - Every POST carries the session's CSRF token (refused with 403 otherwise); read-only mode refuses every POST
   but the login. GET never changes anything.
-- Every response carries a Content-Security-Policy that allows no script at all (the pages have none), and
-  X-Frame-Options, nosniff, no-referrer, no-store.
+- Every response carries a Content-Security-Policy that allows one script, the dashboard's own static file
+  (static/live.js: no inline script, no other origin), and X-Frame-Options, nosniff, no-referrer, no-store.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ THROTTLE_WINDOW = 60.0       # seconds
 THROTTLE_FAILURES = 10       # wrong passwords per address and window before logins are refused for the window
 THROTTLE_ALL = 100           # wrong passwords from all addresses together in a window: then every login is refused
 REFUSED = (401, 403, 429)    # refusals written to the audit trail
-CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-       "base-uri 'none'")
+CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Frame-Options": "DENY",
@@ -139,8 +139,8 @@ def audit_refusal(code: int) -> None:
     """A refused request in the audit trail (never its credentials); a backend that does not answer loses it."""
     target = f"{request.method} {request.path}"[:200]
     try:
-        current_app.extensions["delayq"].record_action(address(), getattr(g, "actor", None) or "anonymous",
-                                                       "refused", target, 0, f"HTTP {code}")
+        control = current_app.extensions["delayq"].control
+        control.record_action(address(), getattr(g, "actor", None) or "anonymous", "refused", target, 0, f"HTTP {code}")
     except DelayqError:
         pass
 

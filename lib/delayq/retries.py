@@ -2,18 +2,37 @@
 ended it; stored as jobs.TIMED_OUT, see words.py). A run past its time limit (kind TIMEOUT) is a failure, retried
 or failed, whose attempt row says it timed out (jobs.TIMEOUT_RETRY, jobs.TIMEOUT_FAILED).
 
+A run's Result (runner/execute.py makes it; a worker's ledger keeps its kind) is what the job itself said;
 decide() is pure (the ladder, max_attempts and the deadline); outcome() adds what the
 supervisor learnt that the job itself could not report: it ran past its time limit, its
-process died under it, or the runner stopped before it ended.
+process died under it, or the runner stopped before it ended. Recovery (recovery.py) comes
+to its outcomes through the same outcome().
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
-from .. import ladders
-from ..jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, TIMEOUT_FAILED, TIMEOUT_RETRY, Job, Outcome
-from .execute import LATE, OK, PERMANENT, SNOOZE, Result
+from . import ladders
+from .jobs import FAILED, PENDING, SUCCEEDED, TIMED_OUT, TIMEOUT_FAILED, TIMEOUT_RETRY, Job, Outcome
+
+# Kinds a job's own run reports (runner/execute.py):
+OK, ERROR, PERMANENT, SNOOZE, SKIPPED, LATE = "ok", "error", "permanent", "snooze", "skipped", "late"
+
+
+@dataclass
+class Result:
+    """What one run came to: small and picklable (it crosses from a worker process to the supervisor)."""
+
+    job_id: int
+    kind: str                   # ok, error, permanent, snooze, skipped (an at-most-once claim gone), late, or below
+    started: float
+    finished: float
+    error: str | None = None    # "Type: message" and the job's last frames
+    snooze: float | None = None  # seconds asked by Snooze(seconds)
+    ran: float | None = None    # seconds it ran, on this host's monotonic clock (the shared clock may step)
+
 
 # Kinds only the supervisor can tell:
 TIMEOUT = "timeout"          # ran past its time limit: stopped, counted as a failure

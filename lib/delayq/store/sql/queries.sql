@@ -428,6 +428,10 @@ JSON_UNQUOTE(JSON_EXTRACT(args, :path)) = :value
 -- A filter fragment: jobs that existed when a bulk action was previewed.
 id <= :upto_id
 
+-- name: filter_above_id
+-- A filter fragment: a scan's window (the dashboard reads a scan's rows a window of ids at a time).
+id > :above_id
+
 -- name: filter_as_of
 -- A filter fragment: jobs not changed since a bulk action was previewed (a post-filter on the rows found).
 updated_at <= :as_of
@@ -451,11 +455,37 @@ SELECT queue, outcome, COUNT(*), SUM(CASE WHEN finished_at >= :minute THEN 1 ELS
   AVG(started_at - due_at), MAX(started_at - due_at)
 FROM {attempts} WHERE finished_at >= :hour GROUP BY queue, outcome
 
--- name: attempts_per_minute
--- Attempts finished since :since by minute (0 = the minute starting at :since) and outcome: the dashboard's chart.
--- FLOOR: MySQL's, and SQLite's math functions (built in by default since 3.35).
-SELECT FLOOR((finished_at - :since) / 60) AS m, outcome, COUNT(*) FROM {attempts} WHERE finished_at >= :since
-GROUP BY m, outcome
+-- name: attempts_per_bucket
+-- Attempts finished from :from_at to before :until, of every queue (:all_queues = 1) or of :queue, by bucket of
+-- :bucket seconds (0 = the bucket starting at :since) and outcome, with their lateness (sum, count where the due
+-- time is known, largest): the dashboard's charts. FLOOR: MySQL's, and SQLite's math functions (built in by
+-- default since 3.35).
+SELECT FLOOR((finished_at - :since) / :bucket) AS b, outcome, COUNT(*), COALESCE(SUM(started_at - due_at), 0),
+       COUNT(due_at), MAX(started_at - due_at)
+FROM {attempts} WHERE finished_at >= :from_at AND finished_at < :until AND (:all_queues = 1 OR queue = :queue)
+GROUP BY b, outcome
+
+-- name: rollups_per_bucket
+-- The same from the rolled-up 5-minute buckets starting from :from_at to before :until (the long charts).
+SELECT FLOOR((at - :since) / :bucket) AS b, outcome, SUM(n), SUM(late_sum), SUM(late_n), MAX(late_max)
+FROM {rollups} WHERE at >= :from_at AND at < :until AND (:all_queues = 1 OR queue = :queue)
+GROUP BY b, outcome
+
+-- name: rolled_upto
+-- The start of the newest bucket rolled up (NULL: none yet).
+SELECT MAX(at) FROM {rollups}
+
+-- name: clear_rollups
+-- The buckets about to be rolled up again, and those past the charts' reach (before :keep).
+DELETE FROM {rollups} WHERE (at >= :since AND at < :until) OR at < :keep
+
+-- name: roll_up
+-- The attempts finished in [:since, :until) into 5-minute buckets (both multiples of 300 seconds).
+INSERT INTO {rollups} (at, queue, outcome, n, late_sum, late_n, late_max)
+SELECT FLOOR(finished_at / 300) * 300, COALESCE(queue, ''), outcome, COUNT(*), COALESCE(SUM(started_at - due_at), 0),
+       COUNT(due_at), MAX(started_at - due_at)
+FROM {attempts} WHERE finished_at >= :since AND finished_at < :until
+GROUP BY FLOOR(finished_at / 300) * 300, COALESCE(queue, ''), outcome
 
 -- ---------------------------------------------------------------------------------------------
 -- metrics: counters and histograms derived from the rows (metrics.py), so every runner and restart agrees
