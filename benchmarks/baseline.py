@@ -52,6 +52,7 @@ class Baseline:
             self.why_not = f"no worktree of {COMMIT}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
         else:
             self.path = tmp
+            _own_lib_first(tmp)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -68,3 +69,16 @@ class Baseline:
         if done.returncode != 0:
             raise RuntimeError(f"the baseline's {kind} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _own_lib_first(tree: str) -> None:
+    """The commit's runner must import the commit's delayq. Its bin/ scripts may prefer an installed delayq (from
+    3c512f4 on they do: an application's venv first), and this venv has the current checkout installed (editable),
+    so the side of record would run the current code. Its delayq_side.py sets PYTHONPATH for the runner: pointed at
+    the commit's own lib/, that comes before every installed package."""
+    side = os.path.join(tree, "benchmarks", "delayq_side.py")
+    with open(side, encoding="utf-8") as f:
+        text = f.read()
+    if "PYTHONPATH=ROOT)" in text:
+        with open(side, "w", encoding="utf-8") as f:
+            f.write(text.replace("PYTHONPATH=ROOT)", 'PYTHONPATH=os.path.join(ROOT, "lib") + os.pathsep + ROOT)'))

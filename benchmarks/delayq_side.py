@@ -43,7 +43,8 @@ class World:
         # a runner given no flags runs with delayq's own defaults
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DELAYQ_")}
         self.env.update(DELAYQ_DATABASE_URL=database_url, DELAYQ_PREFIX=self.prefix,
-                        DELAYQ_ALLOWED_MODULES="examples", PYTHONPATH=ROOT)
+                        DELAYQ_ALLOWED_MODULES="examples",
+                        PYTHONPATH=os.path.join(ROOT, "lib") + os.pathsep + ROOT)   # this checkout's delayq first
         if redis_url:
             self.env["DELAYQ_REDIS_URL"] = redis_url
 
