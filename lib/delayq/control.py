@@ -19,6 +19,7 @@ from .workers import Worker
 PAUSED_FOR = 1.0            # seconds a process trusts its last read of the paused queues
 FORGET_WORKERS = 86400.0    # seconds after its last beat a runner's row is deleted
 SETTLE = 300.0              # seconds after a bucket ends before it is rolled up (outcomes committed late land first)
+AGAIN = 1800.0              # seconds of buckets rolled up again each run (outcomes recovered late, from a ledger)
 KEEP = 8 * 86400.0          # rolled-up buckets kept (the longest chart shows 7 days)
 ROLL_AT_MOST = 86400.0      # seconds of attempts rolled up in one transaction
 
@@ -98,7 +99,7 @@ class Control:
         now = self.clock.now()
         until = (now - SETTLE) // ROLLUP * ROLLUP
         last = self.store.rolled_upto()
-        since = max(last + ROLLUP if last is not None else 0.0, until - KEEP)
+        since = max(min(last + ROLLUP, until - AGAIN) if last is not None else 0.0, until - KEEP)
         written, began = 0, time.monotonic()
         while since < until and time.monotonic() - began < budget:
             end = min(until, since + ROLL_AT_MOST)

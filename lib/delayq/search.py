@@ -95,8 +95,9 @@ class JobFilter:
 
     @property
     def scans(self) -> bool:
-        """It reads every row the other fields leave (text in the last error, an argument): no index narrows it."""
-        return self.error is not None or self.arg is not None
+        """It reads every row the other fields leave (text in the last error, an argument) and no exact key (ids,
+        a business key) narrows those rows to a few."""
+        return (self.error is not None or self.arg is not None) and not self.ids and self.ext is None
 
 
 def _when(t: float) -> str:

@@ -90,8 +90,12 @@ class Site:
             driver.refresh()
 
     def live(self, driver, on: bool) -> None:
+        """Turn the live refresh on or off, with the pointer on the page's title (a part under the pointer waits)."""
+        from selenium.webdriver.common.action_chains import ActionChains
+
         driver.execute_script(f"window.localStorage.setItem('delayq-live', '{'on' if on else 'off'}')")
         driver.refresh()
+        ActionChains(driver).move_to_element(driver.find_element("css selector", "main h1")).perform()
 
     def run_due(self, *args: str) -> dict:
         return as_json(script(self.backend, "run_due.py", "--json", *args, check=0))

@@ -515,7 +515,7 @@ def test_a_search_by_argument_reads_one_window_of_ids_a_page_and_goes_on_below_i
     such a search reads a window of ids, says which, and links to the window below it."""
     import delayq.web.jobs
     monkeypatch.setattr(delayq.web.jobs, "SCAN_WINDOW", 5)
-    old = web.enqueue(RECORD, {"path": "t", "tag": "x"}, delay=60).id          # the match, far below the newest
+    old = web.enqueue(RECORD, {"path": "t", "tag": "x"}, delay=60, ext="old").id          # the match, far below the newest
     newer = [web.enqueue(RECORD, {"path": str(i), "tag": "x"}, delay=60).id for i in range(12)]
     c = client(web)
     page = get(c, "/jobs?arg=path%3Dt").get_data(as_text=True)
@@ -531,3 +531,17 @@ def test_a_search_by_argument_reads_one_window_of_ids_a_page_and_goes_on_below_i
             break
         path = found.group(1).replace("&amp;", "&")
     assert ids == [old] and "Search older jobs" not in page
+    exact = get(c, "/jobs?arg=path%3Dt&ext=old").get_data(as_text=True)      # an exact key narrows it: no window
+    assert re.findall(r'data-id="(\d+)"', exact) == [str(old)] and 'id="scan-window"' not in exact
+
+
+def test_a_live_refresh_takes_no_flashed_message(web):
+    """Review of issue 24: a background refresh renders the page; the result of an action just taken waits for the
+    person's own next page."""
+    web.enqueue(NOOP, queue="sms")
+    c = client(web)
+    get(c, "/")
+    c.post("/queues/pause", data={"csrf": csrf(c), "queue": "sms"}, base_url="http://127.0.0.1:8080")
+    live = get(c, "/", headers={"X-Delayq-Live": "1"}).get_data(as_text=True)
+    assert "paused queue sms" not in live
+    assert "paused queue sms" in get(c, "/").get_data(as_text=True)

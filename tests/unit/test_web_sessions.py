@@ -32,6 +32,23 @@ def test_a_session_ends_when_idle_after_its_lifetime_at_logout_and_with_another_
     assert not sessions.check(ended, "pw") and not sessions.check(None, "pw") and not sessions.check("", "pw")
 
 
+def test_a_page_s_live_refresh_does_not_keep_an_idle_session_alive():
+    """Review of issue 24: live.js fetches the page every 5 s; a tab left open must still sign out when idle."""
+    clock = Clock()
+    sessions = Sessions(clock)
+    sid = sessions.start("pw")
+    for _ in range(int(IDLE // 5)):
+        clock.t += 5
+        assert sessions.check(sid, "pw", use=False)          # a refresh: still signed in, not "used"
+    clock.t += 10
+    assert not sessions.check(sid, "pw", use=False)
+    kept = sessions.start("pw")
+    clock.t += IDLE - 1
+    assert sessions.check(kept, "pw")                         # a person's request is use
+    clock.t += IDLE - 1
+    assert sessions.check(kept, "pw", use=False)
+
+
 def test_the_throttle_counts_each_address_and_all_of_them_together():
     clock = Clock()
     throttle = security.Throttle(clock)

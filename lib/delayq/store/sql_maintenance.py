@@ -13,6 +13,10 @@ from .base import UNIQUE_TAKEN, Changed
 from .sql_jobs import CHUNK, chunks, rows_to_jobs, skipped
 
 
+class _RolledMeanwhile(Exception):
+    """roll_up met the rows another host's roll-up of the same buckets has just committed."""
+
+
 class MaintenanceSql:
     run: Any
     tx: Any
@@ -76,9 +80,17 @@ class MaintenanceSql:
                     self.run(cur, "mark_alerted", now=now, ids=ids[start:start + CHUNK])
 
     def roll_up(self, since: float, until: float, keep: float) -> int:
-        with self.tx() as cur:
-            self.run(cur, "clear_rollups", since=since, until=until, keep=keep)
-            return self.run(cur, "roll_up", since=since, until=until).rowcount
+        try:
+            with self.tx() as cur:
+                self.run(cur, "clear_rollups", since=since, until=until, keep=keep)
+                try:
+                    return self.run(cur, "roll_up", since=since, until=until).rowcount
+                except self.integrity_error:
+                    raise _RolledMeanwhile from None
+        except _RolledMeanwhile:
+            # another host rolled the same buckets up at the same moment (a DELETE of buckets not written yet
+            # locks nothing to wait on): this transaction is rolled back whole, and that host's rows stand
+            return 0
 
     # -- retry by hand ------------------------------------------------------
     def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:

@@ -155,11 +155,16 @@ def fingerprint(password: str) -> str:
     return hmac.new(b"delayq-web-session", password.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
 
 
+def live_refresh() -> bool:
+    """The request is static/live.js fetching the page again (not a person using it)."""
+    return request.headers.get("X-Delayq-Live") == "1"
+
+
 def actor(password: str | None, sessions: Sessions) -> str | None:
     """Who the request is (written to the audit trail), or None when a password is needed and was not given."""
     if not password:
         return "local (no password)"
-    if sessions.check(session.get("sid"), fingerprint(password)):
+    if sessions.check(session.get("sid"), fingerprint(password), use=not live_refresh()):
         return "password (login form)"
     header = request.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")

@@ -36,8 +36,9 @@ class Sessions:
             self._live[_key(sid)] = (now, now, password)
         return sid
 
-    def check(self, sid: object, password: str) -> bool:
-        """Whether the cookie's session id still counts (and, if so, it was used now)."""
+    def check(self, sid: object, password: str, use: bool = True) -> bool:
+        """Whether the cookie's session id still counts (and, if so and `use`, it was used now: a page's live
+        refresh is not use, so a tab left open still ends after IDLE)."""
         if not isinstance(sid, str) or not sid:
             return False
         now = self._clock()
@@ -50,7 +51,8 @@ class Sessions:
             if now - used > IDLE or now - begun > ABSOLUTE or not secrets.compare_digest(made_with, password):
                 del self._live[key]
                 return False
-            self._live[key] = (begun, now, made_with)
+            if use:
+                self._live[key] = (begun, now, made_with)
             return True
 
     def end(self, sid: object) -> None:

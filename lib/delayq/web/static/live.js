@@ -1,7 +1,8 @@
 // delayq's dashboard: the parts of a page marked data-live are fetched again every few seconds and replaced in
 // place, without reloading the page (issue 24). One request for the page's own URL, same origin, with the
 // session's cookie; nothing is sent but that GET. A part the user is working in (the focus inside it, a box
-// ticked, text typed) is left as it is until they are done. "live" in the header pauses it (kept per browser);
+// ticked, text typed, the pointer over it) is left as it is until they are done. A refresh is not "use" of the
+// session (a tab left open still signs out when idle) and takes no flashed message. "live" in the header pauses it (kept per browser);
 // it also rests while the tab is hidden. Without this script (or with JavaScript off) the pages work as before.
 (function () {
   "use strict";
@@ -21,6 +22,7 @@
     toggle.title = on ? "refreshed every 5 s: click to pause" : "click to refresh every 5 s";
   }
   function busyWith(el) {
+    if (el.matches(":hover")) { return true; }            // under the pointer: nothing moves before a click
     if (el.contains(document.activeElement) && document.activeElement !== document.body) { return true; }
     var fields = el.querySelectorAll("input, select, textarea");
     for (var i = 0; i < fields.length; i++) {
@@ -32,7 +34,10 @@
   function refresh() {
     if (!on || busy || document.hidden) { return; }
     busy = true;
-    window.fetch(window.location.href, {credentials: "same-origin", redirect: "manual", cache: "no-store"})
+    var abort = new AbortController();
+    var timer = window.setTimeout(function () { abort.abort(); }, 10000);
+    window.fetch(window.location.href, {credentials: "same-origin", redirect: "manual", cache: "no-store",
+                                        headers: {"X-Delayq-Live": "1"}, signal: abort.signal})
       .then(function (response) {
         if (response.type === "opaqueredirect" || response.status === 401 || response.status === 403) {
           on = false; show(); say("signed out: reload the page");
@@ -51,7 +56,7 @@
         say("updated " + new Date().toLocaleTimeString());
       })
       .catch(function () { say("not updated: the dashboard did not answer"); })
-      .then(function () { busy = false; });
+      .then(function () { window.clearTimeout(timer); busy = false; });
   }
   toggle.addEventListener("click", function () {
     on = !on;
