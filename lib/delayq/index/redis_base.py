@@ -14,6 +14,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from ..errors import BackendError
+from ..redis_urls import CLUSTER, SERVER, parse
 from . import redis_client
 
 T = TypeVar("T")
@@ -52,14 +53,14 @@ class RedisBase:
                  connect_timeout: float = redis_client.CONNECT_TIMEOUT, failover_wait: float | None = None):
         """`failover_wait`: seconds a call keeps retrying through a failover (default: FAILOVER_WAIT for
         the Sentinel and Cluster forms, 0 for one server). Connects on first use."""
-        self.target = redis_client.parse(url)
+        self.target = parse(url)
         self.where = self.target.describe()
         self.prefix = prefix
         self.store = store          # ClaimStore (start) and MaintenanceStore (outbox) parts
         self._timeouts = (socket_timeout, connect_timeout)
         self.timeout = socket_timeout
         if failover_wait is None:
-            failover_wait = 0.0 if self.target.form == redis_client.SERVER else redis_client.FAILOVER_WAIT
+            failover_wait = 0.0 if self.target.form == SERVER else redis_client.FAILOVER_WAIT
         # one bound for a whole call, its retries and every wait in them: the failover wait, at least one timeout
         self.failover = redis_client.Failover(failover_wait, self._rode_over, timeout=socket_timeout)
         # a claim's record outlives every retry of it: a retry can start up to failover_wait after the first
@@ -144,7 +145,7 @@ class RedisBase:
     def _each(self, name: str, calls: list[tuple[list[str], list]]) -> list:
         """A read-only script once per (keys, args): one pipeline on a server or a Sentinel master, one call
         each on a cluster (its pipelines refuse EVALSHA; every call goes to the node that owns its slot)."""
-        if self.target.form == redis_client.CLUSTER:
+        if self.target.form == CLUSTER:
             return [self._script(name, keys, args) for keys, args in calls]
 
         def fill(pipe) -> None:

@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-from ..redis_urls import BOOLEANS, CLUSTER, SENTINEL, SERVER, TLS_OPTIONS, Target, parse  # noqa: F401 (parse: read here)
+from ..redis_urls import BOOLEANS, CLUSTER, SERVER, TLS_OPTIONS, Target
 
 T = TypeVar("T")
 

@@ -8,6 +8,7 @@ lateness (from due to started) per bucket, on average, the largest in each bar's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -134,7 +135,7 @@ def seconds_text(v: float) -> str:
 
 def nice_ceiling_seconds(v: float) -> float:
     """1, 2, 5 x 10^k seconds at or above v (at least 1 s)."""
-    return float(nice_ceiling(int(-(-v // 1))))
+    return float(nice_ceiling(math.ceil(v)))
 
 
 def compact(n: int) -> str:
