@@ -25,12 +25,13 @@ from .errors import (BackendError, CallableRefused, ConfigError, DelayqError, In
 from .manager import Manager
 from .pull import Message, Queue
 from .methods import job, on
+from .schedules import schedule
 from .version import __version__ as __version__  # re-exported: delayq.__version__
 
 __all__ = [
     "BackendError", "CallableRefused", "Client", "Config", "ConfigError", "DelayqError", "InvalidInput", "JobContext",
     "Manager", "Message", "NotFound", "Queue", "Permanent", "SchemaError", "Snooze", "configure", "connect",
-    "current_job", "default_client", "emit", "job", "on", "open_manager",
+    "current_job", "default_client", "emit", "job", "on", "open_manager", "schedule",
 ]
 
 

@@ -29,6 +29,8 @@ Settings (the environment wins over .env):
   DELAYQ_QUEUES           per-queue defaults as JSON, e.g. {"sms": {"ladder": "15,30,60", "max_attempts": 4},
                           "report": {"lease": 3600}}; keys: ladder, max_attempts, lease, timeout, priority, concurrency
   DELAYQ_EVENT_MODULES    modules whose @delayq.on handlers emit() may create jobs for (under the allowed modules)
+  DELAYQ_SCHEDULE_MODULES modules whose delayq.schedule(...) declarations every run-due enqueues the due slots of
+                          (under the allowed modules)
   DELAYQ_LOG_FORMAT       kv (default: key=value lines) or json
   DELAYQ_ALERT_WEBHOOK    where alerts for jobs that failed for good are POSTed (unset: no alerts)
   DELAYQ_ALERT_KIND       feishu, slack or json (default json)
@@ -92,6 +94,7 @@ class Config:
     redis_timeout: float = DEFAULT_REDIS_TIMEOUT
     queues: dict[str, dict] = field(default_factory=dict)
     event_modules: tuple[str, ...] = field(default_factory=tuple)
+    schedule_modules: tuple[str, ...] = field(default_factory=tuple)
     alert_webhook: str | None = field(default=None, repr=False)
     alert_kind: str = "json"
     alert_secret: str | None = field(default=None, repr=False)
@@ -140,7 +143,7 @@ class Config:
         from .errors import InvalidInput
 
         for name, setting in (("allowed_modules", "DELAYQ_ALLOWED_MODULES"), ("event_modules", "DELAYQ_EVENT_MODULES"),
-                              ("app_path", "DELAYQ_APP_PATH")):
+                              ("schedule_modules", "DELAYQ_SCHEDULE_MODULES"), ("app_path", "DELAYQ_APP_PATH")):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not all(
                     isinstance(item, str) and item for item in value):
@@ -202,6 +205,7 @@ def load(env: dict[str, str] | None = None, dotenv_path: str | None = ".env") ->
         redis_timeout=_seconds(values, "DELAYQ_REDIS_TIMEOUT", DEFAULT_REDIS_TIMEOUT, TIMEOUT_RANGE),
         queues=_queues(values.get("DELAYQ_QUEUES", "")),
         event_modules=tuple(m.strip() for m in values.get("DELAYQ_EVENT_MODULES", "").split(",") if m.strip()),
+        schedule_modules=tuple(m.strip() for m in values.get("DELAYQ_SCHEDULE_MODULES", "").split(",") if m.strip()),
         alert_webhook=values.get("DELAYQ_ALERT_WEBHOOK") or None,
         alert_kind=values.get("DELAYQ_ALERT_KIND") or "json",
         alert_secret=values.get("DELAYQ_ALERT_SECRET") or None,

@@ -823,3 +823,74 @@ def test_close_releases_the_connections_and_the_store_reconnects_on_next_use(sto
     store.close()
     until(lambda: not still_open(store, held), timeout=5, detail=f"still open after close: {held}")
     assert store.get(row.id).status == PENDING
+
+
+# -- schedules (ScheduleStore) -------------------------------------------------------------------
+def _every_minute(name="tick", **kw):
+    from delayq.schedules import Schedule
+    from delayq.cron import Every, zone
+    return Schedule(name, "examples.shop:noop", Every(60), zone("UTC"), **kw)
+
+
+def _take(store, schedule, now, first=None):
+    from delayq.schedules import plan
+    return store.take_slots(schedule.name, lambda state: plan(schedule, state, now),
+                            lambda slots: [spec(due_at=float(s), ext=schedule.ext(s)) for s in slots],
+                            NOW if first is None else first, now, False)
+
+
+def test_take_slots_runs_each_slot_once_with_its_slot_row_and_counts_what_it_did(store):
+    s = _every_minute()
+    decided, inserted = _take(store, s, NOW)                   # first seen: counts from NOW, nothing due
+    assert inserted == [] and decided.run == ()
+    decided, inserted = _take(store, s, NOW + 61)
+    assert [job.due_at for job in inserted] == [NOW + 60] and decided.run == (NOW + 60,)
+    assert store.get(inserted[0].id).ext == "schedule:tick:2027-01-15T08:01:00+00:00"
+    assert _take(store, s, NOW + 61)[1] == []                  # the same slot again: taken
+    [row] = store.schedule_rows()
+    assert (row["name"], row["last_slot"], row["last_job"], row["ran"], row["status"]) == (
+        "tick", NOW + 60, inserted[0].id, 1, PENDING)
+    decided, inserted = _take(store, s, NOW + 181)             # the previous job still pending: skipped
+    assert inserted == [] and (decided.skipped, decided.missed) == (1, 1)
+    [row] = store.schedule_rows()
+    assert (row["last_slot"], row["skipped"], row["missed"]) == (NOW + 180, 1, 1)
+
+
+def test_a_slot_with_its_row_already_written_gets_no_second_job_even_if_the_schedule_row_went(store):
+    s = _every_minute(overlap=True)
+    _take(store, s, NOW)
+    assert len(_take(store, s, NOW + 61)[1]) == 1
+    with store.tx() as cur:                                    # an operator deletes the schedule's row by hand
+        cur.execute(f"DELETE FROM {store.prefix}_schedules")
+    decided, inserted = _take(store, s, NOW + 61, first=NOW)   # the row made again from NOW: slot NOW+60 is due
+    assert inserted == [] and len(store.by_ext(s.ext(int(NOW + 60)))) == 1
+
+
+def test_concurrent_takes_of_one_slot_write_one_job(store):
+    s = _every_minute(overlap=True)
+    _take(store, s, NOW)
+    got, barrier = [], threading.Barrier(4)
+
+    def take():
+        barrier.wait()
+        got.extend(_take(store, s, NOW + 61)[1])
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 1
+
+
+def test_pause_and_resume_a_schedule_and_forget_old_slot_rows(store):
+    s = _every_minute(overlap=True)
+    assert not store.pause_schedule("tick", NOW)               # no row yet
+    _take(store, s, NOW)
+    assert store.pause_schedule("tick", NOW + 1)
+    assert _take(store, s, NOW + 121)[1] == []                 # paused: its slots pass without jobs
+    assert store.resume_schedule("tick", NOW + 300) and not store.resume_schedule("tick", NOW + 300)
+    [row] = store.schedule_rows()
+    assert row["paused_at"] is None and row["last_slot"] == NOW + 300
+    assert [j.due_at for j in _take(store, s, NOW + 361)[1]] == [NOW + 360]   # none that passed while paused
+    assert store.forget_slots(NOW + 361) == 1 and store.forget_slots(NOW + 361) == 0

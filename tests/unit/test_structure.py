@@ -15,14 +15,15 @@ LAYERS = [
     ("the application's side", ["delayq.app", "delayq.default", "delayq.methods", "delayq.client", "delayq.pull",
                                 "delayq.testing"]),
     ("the runner", ["delayq.runner"]),
-    ("over the manager", ["delayq.recovery", "delayq.bulk", "delayq.metrics", "delayq.alerts"]),
+    ("over the manager", ["delayq.recovery", "delayq.bulk", "delayq.metrics", "delayq.alerts", "delayq.scheduler"]),
     ("the manager", ["delayq.manager", "delayq.reports", "delayq.control"]),
     ("the store and the due index", ["delayq.store", "delayq.index", "delayq.steps"]),
     ("settings", ["delayq.config"]),
     ("rules and values", ["delayq.validate", "delayq.search", "delayq.registry", "delayq.events", "delayq.retries",
                           "delayq.jobs", "delayq.ladders", "delayq.words", "delayq.fairness", "delayq.workers",
                           "delayq.grouping", "delayq.webhook", "delayq.clock", "delayq.context", "delayq.logs",
-                          "delayq.errors", "delayq.version", "delayq.redis_urls"]),
+                          "delayq.errors", "delayq.version", "delayq.redis_urls", "delayq.schedules",
+                          "delayq.cron"]),
 ]
 
 

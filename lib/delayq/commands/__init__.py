@@ -36,6 +36,8 @@ COMMANDS = {
     "web": ("web", "the web dashboard: search, inspect, retry, cancel, pause; needs delayq[web] (bin/web.py)"),
     "migrate": ("migrate", "create or upgrade the tables (bin/migrate.py)"),
     "emit": ("emit", "emit an event: one job per handler (bin/emit.py)"),
+    "schedules": ("schedules", "the recurring schedules: next and last slot, last job; pause or resume one "
+                               "(bin/schedules.py)"),
 }
 
 

@@ -7,7 +7,7 @@ import time
 
 from tqdm import tqdm
 
-from .. import app, cli, recovery
+from .. import app, cli, recovery, scheduler
 from ..recovery import Reconciled
 from ..runner import orphans
 
@@ -47,6 +47,7 @@ def execute(args, settings) -> int:
     alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
     alerted = manager.control.send_alerts(alerter) if alerter else 0
     rolled = manager.control.roll_up()      # the dashboard's 24-hour and 7-day charts
+    scheduler.forget(manager)               # schedules' slot rows older than 8 days
     data = {"from_ledgers": len(settled), "requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,

@@ -8,9 +8,10 @@ import signal
 import sys
 from typing import Iterator
 
-from .. import app, cli, validate
+from .. import app, cli, schedules, validate
 from ..errors import InvalidInput
 from ..runner import DEFAULT_CONCURRENCY, DEFAULT_GRACE, Runner
+from ..scheduler import Scheduler
 from ..workers import Heartbeat
 
 STOP: list[bool] = []     # bin/run_due.py: a SIGTERM came before execute() installed its handler
@@ -67,6 +68,8 @@ def execute(args, settings) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     manager = app.open_reader(settings)      # never creates a database: the wrong one is one line
+    scheduler = Scheduler(manager, schedules.load(settings.schedule_modules, settings.allowed_modules)) \
+        if settings.schedule_modules else None
     # With --json, stdout carries one JSON object: what jobs print (in this process or a worker) goes to stderr.
     with stdout_to_stderr() if args.json else contextlib.nullcontext():
         # With --for, outcomes are written on a second connection while the next jobs run.
@@ -75,14 +78,20 @@ def execute(args, settings) -> int:
         runner = Runner(manager, queues, args.batch, concurrency=concurrency, processes=args.processes,
                         should_stop=lambda: bool(stop), pipeline=args.seconds > 0, timeout=timeout, grace=args.grace,
                         queue_limits=limits if len(queues) > 1 else None, reopen=lambda: app.open_manager(settings, create=False),
-                        beat=beat.tick)
+                        beat=beat.tick if scheduler is None else lambda: (beat.tick(), scheduler.tick()))
         # a one-shot pass shows up only if it runs past one beat; worker processes: the supervisor beats, no thread
         beat.start(at_once=args.seconds > 0, thread=args.processes == 0)
         failed = True
         try:
+            if scheduler is not None:     # the slots due now, before the first claim: a one-shot pass runs them
+                scheduler.tick()
+                if args.processes == 0:
+                    scheduler.start()
             summary = runner.run_for(args.seconds, args.interval, one_pass=not args.seconds)
             failed = False
         finally:
+            if scheduler is not None:
+                scheduler.stop()
             beat.stop(mark=not failed)      # a failing runner does not wait once more on its backend
             runner.close()
     if args.json or summary.busy or args.seconds:      # an idle pass (a loop.sh tick) prints nothing

@@ -22,9 +22,10 @@ from ..errors import ConfigError, shown
 # The settings delayq.config reads, without their DELAYQ_ prefix (tests/unit/test_integration_settings.py checks
 # this list against config.py's own).
 KEYS = ("DATABASE_URL", "APP_PATH", "REDIS_URL", "REDIS_FAILOVER_WAIT", "ALLOWED_MODULES", "PREFIX", "LEASE", "TIMEOUT",
-        "CONCURRENCY", "HEARTBEAT", "DB_TIMEOUT", "REDIS_TIMEOUT", "QUEUES", "EVENT_MODULES", "LOG_FORMAT",
+        "CONCURRENCY", "HEARTBEAT", "DB_TIMEOUT", "REDIS_TIMEOUT", "QUEUES", "EVENT_MODULES", "SCHEDULE_MODULES",
+        "LOG_FORMAT",
         "ALERT_WEBHOOK", "ALERT_KIND", "ALERT_SECRET", "ALERT_TAG", "ALERT_TIMEOUT", "WEB_PASSWORD")
-_LISTS = {"ALLOWED_MODULES": ",", "EVENT_MODULES": ",", "APP_PATH": os.pathsep}
+_LISTS = {"ALLOWED_MODULES": ",", "EVENT_MODULES": ",", "SCHEDULE_MODULES": ",", "APP_PATH": os.pathsep}
 _NO_TCP_OPTIONS = ("read_default_file", "unix_socket", "host", "port", "user", "password", "passwd", "db",
                    "database", "ssl")
 
@@ -32,7 +33,7 @@ _NO_TCP_OPTIONS = ("read_default_file", "unix_socket", "host", "port", "user", "
 def as_environment(given: Mapping[str, Any], where: str, prefix: str = "",
                    others: tuple[str, ...] = ()) -> dict[str, str]:
     """DELAYQ_* values for settings named without their DELAYQ_ prefix: text and numbers as they are, a list of
-    modules (ALLOWED_MODULES, EVENT_MODULES, APP_PATH) joined, QUEUES as JSON; None leaves a setting unset.
+    modules (ALLOWED_MODULES, EVENT_MODULES, SCHEDULE_MODULES, APP_PATH) joined, QUEUES as JSON; None leaves a setting unset.
     `where` names the source in errors (an unknown key, a value of the wrong type), `prefix` how it spells keys,
     `others` the keys of its own it took out before (listed with the known ones)."""
     values = {}

@@ -1,6 +1,6 @@
 """The store: the durable record of every job and attempt (the source of truth).
 
-Five small interfaces, one per concern, so a caller depends on the part it uses:
+Seven small interfaces, one per concern, so a caller depends on the part it uses:
 
   JobStore          write, cancel and read jobs
   ClaimStore        claims and outcomes: what a runner does to jobs it runs
@@ -9,6 +9,7 @@ Five small interfaces, one per concern, so a caller depends on the part it uses:
   ReportStore       the operator's views and the metrics derived from the rows
   ControlStore      paused queues, runner heartbeats, the dashboard's audit trail: what operators and runners
                     tell each other
+  ScheduleStore     recurring schedules: which slot is taken, by which job
 
 Every method is one transaction: it commits before it returns, or changes nothing and
 raises BackendError (except JobStore.insert_jobs_on, which writes inside the caller's
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..jobs import Attempt, Job, JobSpec, Outcome
+from ..schedules import Plan, State
 from ..search import JobFilter
 
 
@@ -425,7 +427,39 @@ class ControlStore(ABC):
         """Up to `limit` audit rows older than `before`, newest first."""
 
 
-class Store(JobStore, ClaimStore, StepStore, MaintenanceStore, ReportStore, ControlStore):
+class ScheduleStore(ABC):
+    """Recurring schedules (scheduler.py): a row per schedule, locked to take its due slots, and a row per slot run
+    whose unique key (schedule, slot) makes a second job for a slot impossible. Each method is one transaction."""
+
+    @abstractmethod
+    def take_slots(self, name: str, plan: Callable[[State], Plan], jobs: Callable[[list[int]], list[JobSpec]],
+                   first_slot: float, now: float, index_pending: bool) -> tuple[Plan, list[Inserted]]:
+        """Lock the schedule's row (made, with last_slot = `first_slot`, if there is none), read its latest job's
+        status, ask `plan` what comes of its due slots, and write it in the same transaction: for each slot run a
+        slot row and its job (`jobs(slots)`; index_pending: flagged for an index kept apart, as insert_jobs_on), the row's
+        latest slot, latest job and counts. Returns the plan and the jobs written. A slot someone else wrote
+        already (its slot row exists) rolls the whole back and writes nothing: the plan comes back with no run."""
+
+    @abstractmethod
+    def schedule_rows(self) -> list[dict[str, Any]]:
+        """Every schedule row by name: name, last_slot, last_job, paused_at, ran, skipped, missed, created_at,
+        updated_at, and its latest job's status, finished_at, last_error (None: no job, or purged)."""
+
+    @abstractmethod
+    def pause_schedule(self, name: str, now: float) -> bool:
+        """Pause a schedule (its slots pass without jobs); False if it has no row (never seen by a runner)."""
+
+    @abstractmethod
+    def resume_schedule(self, name: str, now: float) -> bool:
+        """Resume a paused schedule: its slots count from `now` (none that passed meanwhile runs); False if it
+        was not paused."""
+
+    @abstractmethod
+    def forget_slots(self, before: float) -> int:
+        """Delete slot rows of slots before `before`; returns how many."""
+
+
+class Store(JobStore, ClaimStore, StepStore, MaintenanceStore, ReportStore, ControlStore, ScheduleStore):
     """Every part together, as one backend implements them (SqlStore on MySQL or SQLite)."""
 
     backend: str = "store"

@@ -38,7 +38,8 @@ def parse(text: str) -> dict[str, str]:
     return queries
 
 
-TABLES = ("jobs", "attempts", "steps", "migrations", "queues", "workers", "tallies", "audit", "rollups")
+TABLES = ("jobs", "attempts", "steps", "migrations", "queues", "workers", "tallies", "audit", "rollups", "schedules",
+          "slots")
 
 
 def tables(prefix: str) -> dict[str, str]:

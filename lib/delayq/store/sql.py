@@ -20,6 +20,7 @@ from .sql_jobs import JobsSql
 from .sql_maintenance import MaintenanceSql
 from .sql_outcomes import OutcomesSql
 from .sql_reporting import ReportingSql
+from .sql_schedules import SchedulesSql
 from .sql_schema import SchemaSql
 from .sql_steps import StepsSql
 
@@ -30,7 +31,8 @@ T = TypeVar("T")
 DEADLOCK_TRIES = 3
 
 
-class SqlStore(SchemaSql, JobsSql, ClaimsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql, Store):
+class SqlStore(SchemaSql, JobsSql, ClaimsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql,
+               SchedulesSql, Store):
     dialect = ""
     style = "pyformat"                                   # the driver's parameter style
     driver_errors: tuple[type[BaseException], ...] = ()

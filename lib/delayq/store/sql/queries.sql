@@ -586,3 +586,47 @@ SELECT id, at, address, actor, action, target, jobs, detail FROM {audit} WHERE a
 -- name: forget_workers
 -- Rows of runners not seen since :before (gone for a day): the table stays small.
 DELETE FROM {workers} WHERE last_seen < :before
+
+-- ---------------------------------------------------------------------------------------------
+-- schedules: recurring schedules (scheduler.py); one short transaction a slot
+
+-- name: lock_schedule
+-- A schedule's row, locked: the one runner that holds it decides its due slots.
+SELECT last_slot, last_job, paused_at FROM {schedules} WHERE name = :name {for_update}
+
+-- name: insert_schedule
+-- A schedule seen for the first time: its slots count from :last_slot (the first runs at the next slot after it).
+INSERT INTO {schedules} (name, last_slot, created_at, updated_at) VALUES (:name, :last_slot, :now, :now)
+
+-- name: job_status
+-- One job's status (none: purged).
+SELECT status FROM {jobs} WHERE id = :id
+
+-- name: insert_slot
+-- A slot run, with its job: the primary key (schedule, slot) refuses a second.
+INSERT INTO {slots} (schedule, slot, job_id) VALUES (:name, :slot, :job_id)
+
+-- name: update_schedule
+-- What one look at a schedule did: its latest slot, its latest job, and what came of its slots.
+UPDATE {schedules} SET last_slot = :last_slot, last_job = COALESCE(:last_job, last_job), ran = ran + :ran,
+  skipped = skipped + :skipped, missed = missed + :missed, updated_at = :now
+WHERE name = :name
+
+-- name: select_schedules
+-- Every schedule row, by name, with its latest job's status, outcome time and last error (NULL: purged).
+SELECT s.name, s.last_slot, s.last_job, s.paused_at, s.ran, s.skipped, s.missed, s.created_at, s.updated_at,
+       j.status, j.finished_at, j.last_error
+FROM {schedules} s LEFT JOIN {jobs} j ON j.id = s.last_job ORDER BY s.name
+
+-- name: pause_schedule
+-- An operator pauses a schedule: its slots pass without jobs until it is resumed.
+UPDATE {schedules} SET paused_at = COALESCE(paused_at, :now), updated_at = :now WHERE name = :name
+
+-- name: resume_schedule
+-- Resume a schedule; the slots that passed meanwhile do not catch up (its slots count from now).
+UPDATE {schedules} SET paused_at = NULL, last_slot = CASE WHEN last_slot < :slot THEN :slot ELSE last_slot END, updated_at = :now
+WHERE name = :name AND paused_at IS NOT NULL
+
+-- name: forget_slots
+-- Slot rows older than :before (the schedules row keeps the latest).
+DELETE FROM {slots} WHERE slot < :before
