@@ -38,11 +38,15 @@ bench-quick: install    ## N=2000, one run, Huey and Dramatiq only, cron timing 
 	scripts/ensure_services.sh
 	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
-chaos: install          ## faults injected into real processes and servers, then the 30-minute fault check of at least 500 faults; prints the figures (CHAOS_SCALE=short for CI's size)
+chaos: install          ## faults injected into real processes and servers, then the 30-minute fault check of at least 500 faults, schedules under three runners (5 min) and limits (rate 60 s, 2,000 keyed jobs); prints the figures (CHAOS_SCALE=short for CI's size)
 	scripts/ensure_services.sh
 	@status=0; $(PY) tests/chaos/chaos.py || status=$$?; \
 	if [ "$$CHAOS_SCALE" = short ]; then form=--short; else form="--minutes 30 --min-faults 500"; fi; \
-	$(PY) tests/chaos/faultcheck.py $$form || status=$$?; exit $$status
+	$(PY) tests/chaos/faultcheck.py $$form || status=$$?; \
+	if [ "$$CHAOS_SCALE" = short ]; then $(PY) -m tests.chaos.schedules_check --seconds 30 --step 5 || status=$$?; \
+	$(PY) -m tests.chaos.limits_check --short || status=$$?; \
+	else $(PY) -m tests.chaos.schedules_check --seconds 300 || status=$$?; $(PY) -m tests.chaos.limits_check || status=$$?; fi; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo.db build dist lib/*.egg-info

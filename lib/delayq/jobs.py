@@ -50,6 +50,8 @@ class JobSpec:
     on_timeout: str | None = None       # callable run once (as its own job) when the deadline ends the job
     event: str | None = None            # the event code that created it (delayq.emit)
     event_id: str | None = None         # one emitted event: all its handlers' jobs share it
+    limit_key: str | None = None        # @delayq.job(limit_key=...) of its arguments: at most limit_max run at once
+    limit_max: int | None = None
 
 
 @dataclass

@@ -15,7 +15,7 @@ import secrets
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
-from . import events, validate, words
+from . import events, limits, validate, words
 from .clock import Clock
 from .control import Control
 from .errors import BackendError, InvalidInput, NotFound
@@ -48,6 +48,7 @@ class Claims:
         The start of a pass: the clock reads its server here (once per pass, at most once a second)."""
         now = self.clock.sync()
         active = self.control.active(queues, now)
+        limit = limits.claim_size(active, self.limits, limit) if self.limits else limit
         token = claim_token(holder or new_holder("c"))
         jobs = self.index.claim(active, now, limit, token, self.lease) if active else []
         if jobs and self.clock.now() - now > min(job.lease or self.lease for job in jobs) / 3:
@@ -122,6 +123,8 @@ class Manager(Claims):
         self.clock = clock
         self.lease = lease                      # seconds, for jobs with no lease of their own or their queue's
         self.queues = dict(queues or {})        # per-queue defaults (DELAYQ_QUEUES), already validated
+        self.limits = limits.queue_limits(self.queues)    # rate and max_running across runners
+        store.set_limits(self.limits)                     # enforced where jobs start
         self.event_modules = event_modules
         self.reports = Reports(store, clock)    # the reads
         self.control = Control(store, clock)    # paused queues, heartbeats, the audit trail, alerts

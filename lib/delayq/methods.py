@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, ParamSpec, Pr
 
 from . import events, registry
 from .errors import InvalidInput
+from .limits import check_key_template
 from .registry import name_of
 
 if TYPE_CHECKING:
@@ -160,10 +161,12 @@ def job(target: Callable[P, R], /) -> JobFunction[P, R]: ...
 
 
 @overload
-def job(target: None = None, /, *, at_most_once: bool = False, timeout: float | None = None) -> Marker: ...
+def job(target: None = None, /, *, at_most_once: bool = False, timeout: float | None = None,
+        limit_key: str | None = None, limit: int | None = None) -> Marker: ...
 
 
-def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None) -> Any:
+def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None = None,
+        limit_key: str | None = None, limit: int | None = None) -> Any:
     """Mark a function, or a class whose public methods are jobs, as runnable by delayq.
 
     A marked function is returned unchanged (a plain call runs it, as before) with two methods added
@@ -176,17 +179,21 @@ def job(target: Any = None, *, at_most_once: bool = False, timeout: float | None
     crash fails with "outcome unknown" instead of running again.
     `@delayq.job(timeout=120)`: an attempt may run 120 s before it is stopped and counted
     as failed (enqueue's --timeout wins over it; it wins over the queue's and the default).
+    `@delayq.job(limit_key="order:{order_id}", limit=1)`: at most `limit` (default 1) of its jobs with the
+    same key run at once, across every runner (limits.py); the key is made from the job's arguments when it
+    is enqueued.
     A class with a `steps` mapping ({"method": "auto" | "manual"}) is a multi-step
     job, named as "module:Class".
     """
 
     def mark(target: Any) -> Any:
-        registry.mark(target, at_most_once, timeout)
+        registry.mark(target, at_most_once, timeout, limit_key, limit)
         if inspect.isfunction(target):
             add_methods(target)
         return target
 
-    registry.check_timeout(timeout)     # a bad timeout fails at the decorator, before any target
+    registry.check_timeout(timeout)     # a bad timeout or limit key fails at the decorator, before any target
+    check_key_template(limit_key, limit)
     return mark if target is None else mark(target)
 
 

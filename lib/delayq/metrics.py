@@ -72,6 +72,12 @@ class Collector:
         yield from counters(rows)
         yield from histograms(rows)
         yield from gauges(now, stats, workers, paused)
+        try:
+            limited = self.manager.reports.waiting_on_limits()
+        except DelayqError as exc:
+            log.warning("metrics: %s", exc)
+            return
+        yield waiting_on_limits(limited, self.manager.limits)
 
 
 def counters(rows: list[tuple[str, str, str, int, float]]) -> Iterator[Metric]:
@@ -139,6 +145,15 @@ def gauges(now: float, stats: list[tuple], workers: list, paused: dict) -> Itera
     for state, n in states.items():
         runners.add_metric([state], n)
     yield from (jobs, due, lag, held, runners)
+
+
+def waiting_on_limits(waiting: dict[str, int], limits: dict) -> Metric:
+    """Pending jobs a rate or concurrency limit held back, per queue (every limited queue, 0 included)."""
+    gauge = GaugeMetricFamily("delayq_waiting_on_limit", "Pending jobs a rate or concurrency limit held back.",
+                              labels=["queue"])
+    for queue in sorted(set(waiting) | set(limits)):
+        gauge.add_metric([queue], waiting.get(queue, 0))
+    return gauge
 
 
 def registry(manager: "Manager") -> CollectorRegistry:

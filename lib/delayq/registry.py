@@ -16,10 +16,12 @@ import re
 from typing import Any, Callable
 
 from .errors import CallableRefused, InvalidInput, shown
+from .limits import check_key_template
 
 _MARK = "__delayq_job__"
 _ONCE = "__delayq_at_most_once__"
 _TIMEOUT = "__delayq_timeout__"
+_LIMIT = "__delayq_limit__"          # (limit_key template, limit) or None
 MODES = ("auto", "manual")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _DUNDER_RE = re.compile(r"(^|\.)__\w*__(\.|$)")
@@ -32,13 +34,17 @@ def check_timeout(timeout: Any) -> None:
         raise TypeError("@delayq.job(timeout=...) takes 1 to 604800 seconds")
 
 
-def mark(target: Any, at_most_once: bool = False, timeout: float | None = None) -> Any:
+def mark(target: Any, at_most_once: bool = False, timeout: float | None = None, limit_key: str | None = None,
+         limit: int | None = None) -> Any:
     """Set the marks the Registry reads back on a function, or a class whose public methods are jobs (its `steps`
-    checked): `@delayq.job` (methods.py) calls it. TypeError on a timeout out of 1 to 604800 seconds."""
+    checked): `@delayq.job` (methods.py) calls it. TypeError on a timeout out of 1 to 604800 seconds, or a limit
+    key that is not a format string of argument names (limits.check_key_template)."""
     check_timeout(timeout)
+    check_key_template(limit_key, limit)
     setattr(target, _MARK, True)
     setattr(target, _ONCE, at_most_once)
     setattr(target, _TIMEOUT, None if timeout is None else float(timeout))
+    setattr(target, _LIMIT, None if limit_key is None else (limit_key, limit or 1))
     steps = getattr(target, "steps", None) if inspect.isclass(target) else None
     if steps is not None:
         check_steps(target, steps)
@@ -115,6 +121,7 @@ class Registry:
         self._cache: dict[str, Callable[..., Any]] = {}
         self._once: dict[str, bool] = {}
         self._timeouts: dict[str, float | None] = {}
+        self._limits: dict[str, tuple[str, int] | None] = {}
 
     def at_most_once(self, name: str) -> bool:
         """Whether the function, or the class of the method, was marked @delayq.job(at_most_once=True)."""
@@ -125,6 +132,11 @@ class Registry:
         """The time limit the code declares, @delayq.job(timeout=...), or None."""
         self.resolve(name)
         return self._timeouts[name]
+
+    def limit(self, name: str) -> tuple[str, int] | None:
+        """The code's per-key limit, @delayq.job(limit_key="order:{order_id}", limit=1): (template, limit), or None."""
+        self.resolve(name)
+        return self._limits[name]
 
     def resolve(self, name: str) -> Callable[..., Any]:
         """The callable for `name`; CallableRefused if not allowed or not marked, ImportError if missing."""
@@ -149,6 +161,7 @@ class Registry:
                                   "which is not under DELAYQ_ALLOWED_MODULES")
         self._once[name] = bool(getattr(target, _ONCE, False))
         self._timeouts[name] = getattr(target, _TIMEOUT, None)
+        self._limits[name] = getattr(target, _LIMIT, None)
         if not method:
             if inspect.isclass(target) and steps_of(target) is None:
                 raise InvalidInput(f"callable {name!r} names a class without steps: add the method, 'module:Class.method'")

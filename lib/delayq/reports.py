@@ -114,6 +114,10 @@ class Reports:
         now = self.clock.now()
         return now, self.store.queue_counts(now)
 
+    def waiting_on_limits(self) -> dict[str, int]:
+        """queue -> pending jobs a rate or concurrency limit held back (limits.py)."""
+        return self.store.waiting_on_limits()
+
     def activity(self, window: str = "1h", queue: str | None = None) -> Activity:
         """Attempts and their lateness over the last hour (by minute), 24 hours (by quarter hour) or 7 days (by
         hour), of one queue or of all: the rolled-up buckets (Control.roll_up) up to the newest, the attempts

@@ -81,8 +81,8 @@ class Scheduler:
         for job in inserted:
             log.info("schedule=%s slot=%s job=%s", schedule.name, slot_text(int(job.due_at), schedule.tz), job.id)
         if decided.skipped:
-            log.info("schedule=%s skipped=%d (its previous job is still pending or running)", schedule.name,
-                     decided.skipped)
+            log.info("schedule=%s skipped=%d (no overlap: its previous job still pending or running, or a newer "
+                     "slot ran)", schedule.name, decided.skipped)
         if decided.missed:
             log.info("schedule=%s missed=%d (due while no runner ran; catch_up=%s)", schedule.name, decided.missed,
                      schedule.catch_up)

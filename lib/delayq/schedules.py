@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 
 from . import validate
 from .cron import Cron, Every, zone  # noqa: F401  (zone: the commands read a slot in its zone)
-from .errors import CallableRefused, InvalidInput
+from .errors import CallableRefused, DelayqError, InvalidInput
 from .registry import check_name, is_allowed, name_of
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -133,8 +133,10 @@ def load(modules: tuple[str, ...], allowed: tuple[str, ...]) -> dict[str, Schedu
             raise CallableRefused(f"schedule module {name!r} is not under DELAYQ_ALLOWED_MODULES")
         try:
             importlib.import_module(name)
-        except ImportError as exc:
-            raise InvalidInput(f"schedule module {name!r} cannot be imported: {exc}") from None
+        except DelayqError as exc:       # a declaration refused (a bad cron expression, a name used twice)
+            raise type(exc)(f"schedule module {name!r}: {exc}") from None
+        except Exception as exc:         # ImportError, a SyntaxError, an unknown option (TypeError): one line
+            raise InvalidInput(f"schedule module {name!r} cannot be imported: {type(exc).__name__}: {exc}") from None
     return {s.name: s for s in _declared.values() if is_allowed(s.module, modules)}
 
 
@@ -154,7 +156,8 @@ class Plan:
 
     last_slot: float
     run: tuple[int, ...] = ()
-    skipped: int = 0                 # not run: the previous job still pending or running
+    skipped: int = 0                 # not run: the previous job still pending or running, or (no overlap) a newer
+                                     # slot of the same look ran instead
     missed: int = 0                  # not run: they came due while no runner ran
 
 

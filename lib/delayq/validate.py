@@ -24,7 +24,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Mapping
 
-from . import ladders
+from . import ladders, limits
 from .errors import InvalidInput, shown
 from .jobs import MAX_PRIORITY, JobSpec
 from .registry import Registry, check_name, steps_of
@@ -43,7 +43,8 @@ TUBE_RE = re.compile(r"^~[A-Za-z0-9_.-]{1,64}$")       # a pull-mode tube's queu
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 SPEC_KEYS = {"call", "args", "delay", "at", "ext", "queue", "ladder", "max_attempts", "deadline", "priority", "unique",
              "lease", "timeout", "on_timeout"}
-QUEUE_DEFAULT_KEYS = {"ladder", "max_attempts", "lease", "timeout", "priority", "concurrency"}
+QUEUE_DEFAULT_KEYS = {"ladder", "max_attempts", "lease", "timeout", "priority", "concurrency", "rate", "max_running"}
+QUEUE_LIMIT_KEYS = ("concurrency", "rate", "max_running")      # the runners', not a job's
 
 
 # -- single values ------------------------------------------------------------------
@@ -236,6 +237,10 @@ def queue_defaults(config: Mapping[str, Any]) -> dict[str, dict]:
             out["priority"] = integer(values["priority"], f"{where}.priority", -MAX_PRIORITY, MAX_PRIORITY)
         if "concurrency" in values:
             out["concurrency"] = integer(values["concurrency"], f"{where}.concurrency", 1, 1024)
+        if "rate" in values:
+            out["rate"] = limits.rate(values["rate"], f"{where}.rate")
+        if "max_running" in values:
+            out["max_running"] = integer(values["max_running"], f"{where}.max_running", 1, 100_000)
         checked[name] = out
     return checked
 
@@ -255,7 +260,8 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
                            f"use {', '.join(sorted(SPEC_KEYS))}")
     name = queue(raw.get("queue") or "default")
     merged = {**(defaults or {}).get(name, {}), **{k: v for k, v in raw.items() if v is not None}}
-    merged.pop("concurrency", None)
+    for key in QUEUE_LIMIT_KEYS:
+        merged.pop(key, None)
     call = merged.get("call")
     if not call:
         raise InvalidInput("call is required: 'package.module:function'", "call")
@@ -286,8 +292,17 @@ def job(raw: Mapping[str, Any], now: float, registry: Registry,
         at_most_once=at_most_once, deadline=deadline,
         priority=integer(merged.get("priority") or 0, "priority", -MAX_PRIORITY, MAX_PRIORITY),
         unique=unique, lease=_optional(merged.get("lease"), "lease"), timeout=_optional(merged.get("timeout"), "timeout"),
-        on_timeout=on_timeout,
+        on_timeout=on_timeout, **_limit(registry, call, args_text),
     )
+
+
+def _limit(registry: Registry, call: str, args_text: str) -> dict[str, Any]:
+    """limit_key and limit_max of a job whose code declares a per-key limit (none otherwise)."""
+    declared = registry.limit(call)
+    if declared is None:
+        return {}
+    template, most = declared
+    return {"limit_key": limits.key_of(template, json.loads(args_text), call), "limit_max": most}
 
 
 def due(raw: Mapping[str, Any], now: float) -> float:

@@ -2,8 +2,10 @@
 drives a real `bin/web.py` process on MariaDB + Redis and on SQLite (there behind a password, so the login form
 is driven too), while the real `bin/run_due.py` runs the jobs. One browser for the whole module.
 
-Screenshots of the overview and of a job page go to tests/output/; the MariaDB + Redis run also copies them to
-docs/img/, which the README shows."""
+Screenshots of the overview, a job page, a search and the schedules go to tests/output/; the MariaDB + Redis run
+also copies them to docs/img/, which docs/DASHBOARD.md shows. The web process declares the schedules of
+examples.schedules (DELAYQ_SCHEDULE_MODULES); the runners the tests start do not, so no schedule enqueues a job
+the other tests would count."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ import secrets
 import shutil
 import signal
 import subprocess
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
 
+from delayq import scheduler, schedules
 from delayq.clock import SystemClock
+from delayq.cron import Every
 from delayq.search import JobFilter
 from tests.conftest import ROOT, make_backend
 from tests.helpers import as_json, command, script
@@ -33,6 +38,7 @@ HANG = "examples.shop:hang"
 NOOP = "examples.shop:noop"
 XSS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 PASSWORD = "browser-test-" + secrets.token_hex(8)
+SCHEDULES = "examples.schedules"
 WAIT = 15
 
 
@@ -64,7 +70,7 @@ class Site:
         self.kind, self.backend, self.password = kind, backend, password
         self.manager = backend.manager()
         self.manager.check_ready()                # SQLite: the tables exist before the web process reads them
-        env = backend.env()
+        env = dict(backend.env(), DELAYQ_SCHEDULE_MODULES=SCHEDULES)
         if password:
             env["DELAYQ_WEB_PASSWORD"] = password
         self.proc = subprocess.Popen(command("web.py", "--listen", "127.0.0.1:0", "--json"), env=env, cwd=ROOT,
@@ -357,3 +363,44 @@ def test_a_post_without_the_csrf_token_is_refused(site):
     stranger = requests.post(site.base + f"/jobs/{job}/cancel", timeout=10, allow_redirects=False)
     assert stranger.status_code == (401 if site.password else 403)
     assert site.manager.reports.get(job).status == "pending"
+
+
+def test_the_schedules_with_their_last_jobs_and_a_pause(browser, site):
+    """Issue 23's schedules on the dashboard: each declared schedule's rule, zone, next and last slot and last job,
+    one removed from the code, and a Pause that the row and the audit trail show."""
+    declared = schedules.load((SCHEDULES,), ("examples",))
+    removed = schedules.Schedule("old-cleanup", NOOP, Every(3600), ZoneInfo("UTC"))       # in no module any more
+    ticker = scheduler.Scheduler(site.manager, declared)
+    now = site.manager.clock.now()
+    for schedule, since in ((declared["every-second"], 5), (declared["every-minute"], 150),
+                            (declared["nightly-report"], 2 * 86400), (removed, 2 * 3600)):
+        ticker.look(schedule, now - since)            # a runner saw it first then,
+        assert ticker.look(schedule, now) >= 1        # and takes what came due since (the latest, or each second)
+    assert site.run_due()["failed"] == 0
+    site.open(browser, "/schedules")
+    row = '#schedules tr[data-schedule="nightly-report"]'
+    until_page(browser, lambda d: d.find_elements("css selector", row))
+    assert "Europe/Berlin" in browser.find_element("css selector", row).text
+    assert "succeeded" in browser.find_element("css selector", f"{row} td.last-job").text
+    gone = browser.find_element("css selector", '#schedules tr[data-schedule="old-cleanup"]')
+    assert "removed from the code" in gone.text and "gone" in gone.get_attribute("class")
+    browser.find_element("css selector", f"{row} button.pause").click()
+    until_page(browser, lambda d: "paused schedule nightly-report" in flash(d))
+    assert "paused" in browser.find_element("css selector", f"{row} td.state").text
+    screenshot(browser, site, "schedules")
+    try:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        screenshot(browser, site, "schedules-dark")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.find_element("css selector", f"{row} td.last-job a.job-link").click()
+    until_page(browser, lambda d: d.find_elements("id", "job-schedule"))
+    assert text_of(browser, "job-ext").startswith("schedule:nightly-report:2")
+    browser.find_element("id", "job-schedule").click()                        # back from its job to the schedule
+    until_page(browser, lambda d: d.current_url.endswith("/schedules#schedule-nightly-report"))
+    browser.find_element("css selector", f"{row} button.resume").click()
+    until_page(browser, lambda d: "resumed schedule nightly-report" in flash(d))
+    site.open(browser, "/audit")
+    rows = [r.text for r in browser.find_elements("css selector", "#audit tbody tr")[:2]]
+    assert "resume schedule nightly-report" in rows[0] and "pause schedule nightly-report" in rows[1]

@@ -10,8 +10,8 @@ runner: supervisor and worker) at a random moment of each pass. Then the checker
     schedules rows' `missed` count                                                   must be 0
   - every slot's job ran (its line in the side-effect log) and ended succeeded
 
-    .venv/bin/python tests/chaos/schedules_check.py --seconds 300            # the run of record (make chaos)
-    .venv/bin/python tests/chaos/schedules_check.py --seconds 30 --step 5    # make test's short form
+    .venv/bin/python -m tests.chaos.schedules_check --seconds 300            # the run of record (make chaos)
+    .venv/bin/python -m tests.chaos.schedules_check --seconds 30 --step 5    # make test's short form
 
 Prints one JSON object of the figures; exits 1 if an invariant was broken.
 """

@@ -345,3 +345,19 @@ def test_a_rebuild_is_due_once_per_interval_across_hosts_and_at_once_after_the_i
     until(lambda: other.rebuild_due(1), timeout=5)              # once `every` seconds went by
     assert time.monotonic() - began >= 0.9
     other.close()
+
+
+def test_a_job_a_limit_holds_back_is_due_again_later_and_not_lost_from_the_index(world):
+    from delayq.limits import QueueLimit, RECHECK
+    store, index = world
+    keyed = add(store, index, 3, limit_key="order:1", limit_max=1)
+    free = add(store, index, 1)
+    assert sorted(j.id for j in claim(index)) == [keyed[0], *free]
+    assert claim(index, now=NOW + 0.5) == []                                   # held until NOW + RECHECK
+    assert index.next_due(["default"]) == pytest.approx(NOW + RECHECK, abs=0.01)
+    assert claim(index, now=NOW + RECHECK + 0.01) == []                       # its holder still runs: held again
+    store.set_limits({"r": QueueLimit(rate=20.0)})
+    rated = add(store, index, 5, queue="r")
+    assert len(claim(index, ("r",))) == 2                                     # its bucket: 2 starts
+    assert len(claim(index, ("r",), now=NOW + 0.31)) == 2                     # refilled: 2 more (its burst)
+    assert len(claim(index, ("r",), now=NOW + 10)) == 1 and len(rated) == 5   # every job of it started once

@@ -894,3 +894,81 @@ def test_pause_and_resume_a_schedule_and_forget_old_slot_rows(store):
     assert row["paused_at"] is None and row["last_slot"] == NOW + 300
     assert [j.due_at for j in _take(store, s, NOW + 361)[1]] == [NOW + 360]   # none that passed while paused
     assert store.forget_slots(NOW + 361) == 1 and store.forget_slots(NOW + 361) == 0
+
+
+# -- limits (ClaimStore.start with set_limits and limit keys) ----------------------------------------
+def _statuses(store, ids):
+    return [store.get(i).status for i in ids]
+
+
+def test_a_key_runs_at_most_its_limit_and_held_jobs_wait_uncounted_out_of_the_way(store):
+    from delayq.limits import RECHECK
+    ids = [r.id for r in store.insert_jobs([spec(limit_key="order:1", limit_max=1) for _ in range(3)]
+                                           + [spec(limit_key="order:2", limit_max=1), spec()], NOW)]
+    started = store.start(ids, "tok", NOW, 300.0)
+    assert sorted(j.id for j in started) == [ids[0], ids[3], ids[4]]          # one per key; the free job too
+    assert sorted(h[0] for h in started.held) == ids[1:3] and all(h[2] == NOW + RECHECK for h in started.held)
+    held = [store.get(i) for i in ids[1:3]]
+    assert [(j.status, j.attempts, j.due_at) for j in held] == [(PENDING, 0, NOW + RECHECK)] * 2
+    assert store.waiting_on_limits() == {"default": 2}
+    assert store.start(ids[1:3], "tok2", NOW + RECHECK, 300.0) == []         # its holder still runs
+    [first] = [j for j in started if j.id == ids[0]]
+    store.finish([Outcome(first, SUCCEEDED, NOW, NOW + 2)], NOW + 2)
+    again = store.start(ids[1:3], "tok2", NOW + 3, 300.0)
+    assert [j.id for j in again] == [ids[1]] and [h[0] for h in again.held] == [ids[2]]
+    assert store.waiting_on_limits() == {"default": 1}
+    assert store.forget_limited() == 1                                       # the finished holder's row
+
+
+def test_a_dead_holder_gives_its_slot_back_when_its_lease_runs_out(store):
+    ids = [r.id for r in store.insert_jobs([spec(limit_key="k", limit_max=1) for _ in range(2)], NOW)]
+    assert [j.id for j in store.start(ids, "tok", NOW, 5.0)] == [ids[0]]      # its lease: 5 s
+    assert store.start(ids[1:], "tok2", NOW + 4.9, 5.0) == []
+    assert [j.id for j in store.start(ids[1:], "tok2", NOW + 5.1, 5.0)] == [ids[1]]
+
+
+def test_a_queue_rate_starts_its_tokens_and_spreads_the_rest_one_token_apart(store):
+    from delayq.limits import QueueLimit
+    store.set_limits({"r": QueueLimit(rate=20.0)})                           # burst: 2 (a tenth of a second)
+    ids = [r.id for r in store.insert_jobs([spec(queue="r") for _ in range(6)] + [spec(queue="free")], NOW)]
+    started = store.start(ids, "tok", NOW, 300.0)
+    assert sorted(j.id for j in started) == [ids[0], ids[1], ids[6]]
+    assert [round(h[2] - NOW, 3) for h in sorted(started.held, key=lambda h: h[2])] == [0.05, 0.1, 0.15, 0.2]
+    assert [j.id for j in store.start(ids[2:6], "tok2", NOW + 0.05, 300.0)] == [ids[2]]    # a token a 0.05 s
+    assert len(store.start(ids[3:6], "tok3", NOW + 10, 300.0)) == 2         # a full bucket holds 2, not 200
+
+
+def test_a_queue_max_running_counts_every_runner_s_jobs(store):
+    from delayq.limits import QueueLimit
+    store.set_limits({"m": QueueLimit(max_running=2)})
+    ids = [r.id for r in store.insert_jobs([spec(queue="m") for _ in range(4)], NOW)]
+    assert len(store.start(ids[:1], "a", NOW, 300.0)) == 1
+    assert [j.id for j in store.start(ids[1:], "b", NOW, 300.0)] == [ids[1]]
+    assert store.start(ids[2:], "c", NOW + 1, 300.0) == []
+
+
+def test_claims_in_the_database_skip_held_keys_and_take_the_jobs_behind_them(store):
+    ids = [r.id for r in store.insert_jobs([spec(limit_key="hot", limit_max=1) for _ in range(5)]
+                                           + [spec(limit_key=f"k{i}", limit_max=1) for i in range(3)], NOW)]
+    first = store.claim_due(["default"], NOW, 4, "a", 300.0)
+    assert [j.id for j in first] == [ids[0]]                                  # the other three of "hot": held
+    second = store.claim_due(["default"], NOW, 4, "b", 300.0)
+    assert [j.id for j in second] == ids[5:8]                                  # not blocked behind them
+
+
+def test_concurrent_claims_never_run_two_of_one_key(store):
+    ids = [r.id for r in store.insert_jobs([spec(limit_key=f"order:{i % 5}", limit_max=1) for i in range(60)], NOW)]
+    got, barrier = [], threading.Barrier(4)
+
+    def claim(n):
+        barrier.wait()
+        for _ in range(3):
+            got.extend(store.claim_due(["default"], NOW, 10, f"t{n}", 300.0))
+
+    threads = [threading.Thread(target=claim, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(ids.index(j.id) % 5 for j in got) == [0, 1, 2, 3, 4]       # one job of each key, no second
+    assert _statuses(store, [j.id for j in got]) == [RUNNING] * 5

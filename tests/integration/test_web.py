@@ -1,15 +1,16 @@
 """The dashboard's verbs on every backend (run now, attempts per minute, the audit trail), and the Flask app over real
 backends through its test client: CSRF, read-only, the password (form, basic, bearer), the Host check, headers,
-escaping, no secret in any page, every action audited."""
+escaping, no secret in any page, every action audited; the schedules page over examples.schedules."""
 
 from __future__ import annotations
 
 import base64
 import re
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from delayq import recovery
+from delayq import recovery, scheduler, schedules
 from delayq.errors import InvalidInput, NotFound
 from delayq.search import JobFilter
 from delayq.web import WebSettings, create_app
@@ -545,3 +546,150 @@ def test_a_live_refresh_takes_no_flashed_message(web):
     live = get(c, "/", headers={"X-Delayq-Live": "1"}).get_data(as_text=True)
     assert "paused queue sms" not in live
     assert "paused queue sms" in get(c, "/").get_data(as_text=True)
+
+
+# -- the schedules page ----------------------------------------------------------------------
+SCHEDULES = ("examples.schedules",)
+
+
+def declared():
+    return schedules.load(SCHEDULES, ("examples",))
+
+
+def ran_a_minute(manager, clock) -> None:
+    """The schedules looked at by a runner, then a minute of slots taken and their jobs run."""
+    ticker = scheduler.Scheduler(manager, declared())
+    ticker.tick()
+    clock.advance(60)
+    assert ticker.tick() >= 1
+    run(manager)
+
+
+def schedule_row(page: str, name: str) -> str:
+    found = re.search(rf'<tr id="schedule-{re.escape(name)}".*?</tr>', page, re.DOTALL)
+    assert found, page[-3000:]
+    return re.sub(r"\s+", " ", found.group(0))
+
+
+def audited(manager) -> list[tuple]:
+    """The audit trail, oldest first: (action, target, jobs, detail)."""
+    return [(r["action"], r["target"], r["jobs"], r["detail"]) for r in reversed(manager.reports.actions())]
+
+
+def paused(manager) -> list[str]:
+    return [s["name"] for s in scheduler.status(manager, declared()) if s["paused"]]
+
+
+def test_the_schedules_page_lists_each_declared_schedule_with_its_next_slot_and_last_job(web, clock):
+    ran_a_minute(web, clock)
+    c = client(web, schedule_modules=SCHEDULES)
+    response = get(c, "/schedules")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200 and '<a href="/schedules" class="here">Schedules</a>' in page
+    nightly = declared()["nightly-report"]
+    at = schedules.slot_text(nightly.next_slot(clock.now()), ZoneInfo("Europe/Berlin"))
+    assert at.endswith(("+01:00", "+02:00")) and at in schedule_row(page, "nightly-report")    # in its own zone
+    assert "examples.schedules:nightly_report" in schedule_row(page, "nightly-report")
+    [minute] = [s for s in scheduler.status(web, declared()) if s["name"] == "every-minute"]
+    row = schedule_row(page, "every-minute")
+    assert minute["ran"] == 1 and "* * * * *" in row
+    assert schedules.slot_text(minute["next_slot"], ZoneInfo("UTC")) in row
+    assert f'<a href="/jobs/{minute["last_job"]}" class="job-link">{minute["last_job"]}</a>' in row
+    assert '<span class="status st-succeeded">succeeded</span>' in row and 'action="/schedules/pause"' in row
+    assert '<td class="n counts">1 / 0 / 0</td>' in row                                # ran / skipped / missed
+    job = get(c, f"/jobs/{minute['last_job']}").get_data(as_text=True)           # its job links back to it
+    assert '<a href="/schedules#schedule-every-minute" id="job-schedule">every-minute</a>' in job
+    read_only = get(client(web, schedule_modules=SCHEDULES, read_only=True), "/schedules").get_data(as_text=True)
+    assert "every-minute" in read_only and 'action="/schedules/' not in read_only
+
+
+def test_pause_then_resume_a_schedule_through_the_page_changes_its_row_and_is_audited(web, clock):
+    ran_a_minute(web, clock)
+    c = client(web, schedule_modules=SCHEDULES)
+    token = csrf(c, "/schedules")
+    clock.advance(1)
+    done = post(c, "/schedules/pause", csrf=token, name="every-minute")
+    assert done.status_code == 302 and done.headers["Location"] == "/schedules" and paused(web) == ["every-minute"]
+    page = get(c, "/schedules").get_data(as_text=True)
+    assert "paused schedule every-minute: no runner enqueues its slots until it is resumed" in page
+    row = schedule_row(page, "every-minute")
+    assert '<strong class="paused">paused</strong>' in row and "none while paused" in row
+    assert 'action="/schedules/resume"' in row
+    clock.advance(120)
+    assert scheduler.Scheduler(web, declared()).tick() >= 1                    # the others run; it does not
+    assert [s["ran"] for s in scheduler.status(web, declared()) if s["name"] == "every-minute"] == [1]
+    clock.advance(1)
+    assert post(c, "/schedules/pause", csrf=token, name="every-minute").status_code == 302
+    assert "schedule every-minute was paused already" in get(c, "/schedules").get_data(as_text=True)
+    clock.advance(1)
+    assert post(c, "/schedules/resume", csrf=token, name="every-minute").status_code == 302
+    page = get(c, "/schedules").get_data(as_text=True)
+    assert "resumed schedule every-minute: its next slot runs" in page and paused(web) == []
+    assert '<strong class="ok">active</strong>' in schedule_row(page, "every-minute")
+    clock.advance(1)
+    post(c, "/schedules/resume", csrf=token, name="every-minute")            # not paused: refused, said, audited
+    assert "schedule every-minute is not paused" in get(c, "/schedules").get_data(as_text=True)
+    trail = audited(web)
+    assert [entry[:3] for entry in trail] == [("pause", "schedule every-minute", 0)] * 2 + \
+        [("resume", "schedule every-minute", 0)] * 2
+    assert trail[0][3].startswith("paused schedule") and trail[3][3] == "refused: schedule every-minute is not paused"
+
+
+def test_a_schedule_s_pause_without_the_csrf_token_is_refused_and_changes_nothing(web, clock):
+    ran_a_minute(web, clock)
+    c = client(web, schedule_modules=SCHEDULES)
+    get(c, "/schedules")
+    assert post(c, "/schedules/pause", name="every-minute").status_code == 403
+    assert post(c, "/schedules/pause", name="every-minute", csrf="forged").status_code == 403
+    assert paused(web) == [] and audited(web) == [("refused", "POST /schedules/pause", 0, "HTTP 403")] * 2
+
+
+@pytest.mark.parametrize("name", ["no-such-schedule", "", "x" * 5000, XSS[0]])
+def test_pausing_an_unknown_schedule_is_one_clear_message_never_a_500(web, name):
+    c = client(web, schedule_modules=SCHEDULES)
+    assert post(c, "/schedules/pause", csrf=csrf(c, "/schedules"), name=name).status_code == 302
+    page = get(c, "/schedules").get_data(as_text=True)
+    [said] = re.findall(r'<p class="flash flash-error" role="status">([^<]*)</p>', page)
+    assert said.startswith("no schedule named ")
+    assert said.endswith("(schedules: every-minute, every-second, nightly-report)")
+    assert len(said) < 250 and "<script>alert" not in page
+    [(action, _, jobs, detail)] = audited(web)
+    assert (action, jobs) == ("pause", 0) and detail.startswith("refused: no schedule named ")
+    assert scheduler.status(web, {}) == []                                   # no row made for it
+
+
+@pytest.fixture
+def broken_module(tmp_path, monkeypatch):
+    """examples.broken_schedules: a schedule module with a syntax error, in a folder of this test's own (examples
+    is a namespace package: a second folder on sys.path adds to it)."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "broken_schedules.py").write_text("import delayq\ndelayq.schedule('x', every='1m'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "examples.broken_schedules"
+
+
+@pytest.mark.parametrize("module, said", [
+    ("shop.schedules", "schedule module 'shop.schedules' is not under DELAYQ_ALLOWED_MODULES"),
+    ("examples.no_such_module", "schedule module 'examples.no_such_module' cannot be imported: ModuleNotFoundError: "
+                                "No module named"),
+    ("examples.broken_schedules", "schedule module 'examples.broken_schedules' cannot be imported: SyntaxError:"),
+], ids=["not-allowed", "not-importable", "syntax-error"])
+def test_a_broken_schedule_modules_setting_is_one_clear_message(web, broken_module, module, said):
+    c = client(web, schedule_modules=(module,))
+    response = get(c, "/schedules")
+    page = response.get_data(as_text=True).replace("&#39;", "'")
+    assert response.status_code == 200 and 'id="schedules"' not in page and "Traceback" not in page
+    errors = re.findall(r'class="flash flash-error"[^>]*>([^<]*)<', page)
+    assert len(errors) == 1 and errors[0].startswith(said), errors
+    assert post(c, "/schedules/pause", csrf=csrf(c), name="every-minute").status_code == 302
+    assert said in get(c, "/schedules").get_data(as_text=True).replace("&#39;", "'")
+    [(action, _, _, detail)] = audited(web)
+    assert action == "pause" and detail.startswith("refused: " + said)
+
+
+def test_without_schedule_modules_the_schedules_page_says_how_to_declare_them(web, monkeypatch):
+    page = get(client(web, schedule_modules=()), "/schedules").get_data(as_text=True)
+    assert 'id="no-schedules"' in page and "DELAYQ_SCHEDULE_MODULES" in page and "delayq.schedule(" in page
+    monkeypatch.setenv("DELAYQ_SCHEDULE_MODULES", "examples.schedules")      # not given: the environment's, as
+    page = get(client(web), "/schedules").get_data(as_text=True)             # `delayq web` reads its settings
+    assert 'id="schedule-nightly-report"' in page and 'id="no-schedules"' not in page

@@ -23,7 +23,7 @@ LAYERS = [
                           "delayq.jobs", "delayq.ladders", "delayq.words", "delayq.fairness", "delayq.workers",
                           "delayq.grouping", "delayq.webhook", "delayq.clock", "delayq.context", "delayq.logs",
                           "delayq.errors", "delayq.version", "delayq.redis_urls", "delayq.schedules",
-                          "delayq.cron"]),
+                          "delayq.cron", "delayq.limits"]),
 ]
 
 

@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Iterator
 
-from .. import app, cli, schedules, validate
+from .. import app, cli, logs, schedules, validate
 from ..errors import InvalidInput
 from ..runner import DEFAULT_CONCURRENCY, DEFAULT_GRACE, Runner
 from ..scheduler import Scheduler
@@ -85,6 +85,7 @@ def execute(args, settings) -> int:
         try:
             if scheduler is not None:     # the slots due now, before the first claim: a one-shot pass runs them
                 scheduler.tick()
+                logs.flush()              # its lines written before the workers fork (a child would write them too)
                 if args.processes == 0:
                     scheduler.start()
             summary = runner.run_for(args.seconds, args.interval, one_pass=not args.seconds)

@@ -64,7 +64,7 @@ def table(found: list[dict]) -> str:
     rows = []
     for e in found:
         last_job = "" if e["last_job"] is None else f"{e['last_job']} {e['last_status'] or 'purged'}"
-        next_slot = "paused" if e["paused"] else ("removed from the code" if not e["declared"] else _at(e["next_slot"], e))
+        next_slot = "removed from the code" if not e["declared"] else "paused" if e["paused"] else _at(e["next_slot"], e)
         rows.append([e["name"], e["rule"] or "", e["tz"] or "", next_slot or "", _at(e["last_slot"], e) or "",
                      last_job, str(e["ran"]), str(e["skipped"]), str(e["missed"])])
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]

@@ -45,6 +45,11 @@ def gather(manager) -> dict[str, dict]:
             _lateness(q, int(hour or 0), float(late_avg), float(late_max))
     for queue in paused:
         _queue(queues, queue, paused)
+    for queue, waiting in manager.reports.waiting_on_limits().items():
+        _queue(queues, queue, paused)["waiting_on_limit"] = waiting
+    for queue, limit in manager.limits.items():
+        q = _queue(queues, queue, paused)
+        q["rate_per_s"], q["max_running"] = limit.rate, limit.max_running
     return queues
 
 
@@ -54,7 +59,8 @@ def _queue(queues: dict[str, dict], queue: str, paused: dict) -> dict:
                          "oldest_due": None, "next_due": None, "paused": queue in paused,
                          "paused_since": paused[queue][0] if queue in paused else None,
                          "paused_reason": paused[queue][1] if queue in paused else None,
-                         "lateness_avg_s": None, "lateness_max_s": None, "_late_n": 0}
+                         "lateness_avg_s": None, "lateness_max_s": None, "_late_n": 0,
+                         "waiting_on_limit": 0, "rate_per_s": None, "max_running": None}
         for window in ("1m", "1h"):
             for key in ("attempts", *OUTCOME_KEYS, "errors"):
                 queues[queue][f"{key}_{window}"] = 0
@@ -126,6 +132,10 @@ def table(stats: dict[str, dict]) -> str:
 def footer(stats: dict[str, dict], workers: dict[str, int]) -> str:
     lines = [f"paused: {q} since {s['paused_since']}" + (f" ({s['paused_reason']})" if s["paused_reason"] else "")
              for q, s in sorted(stats.items()) if s["paused"]]
+    lines += [f"limits: {q}" + (f" rate {s['rate_per_s']:g}/s" if s["rate_per_s"] else "")
+              + (f" max_running {s['max_running']}" if s["max_running"] else "")
+              + f": {s['waiting_on_limit']} job(s) waiting on a limit"
+              for q, s in sorted(stats.items()) if s["rate_per_s"] or s["max_running"] or s["waiting_on_limit"]]
     lines.append(f"runners: {workers['live']} live, {workers['lost']} stopped beating, {workers['stopped']} stopped "
                  "(delayq workers)")
     return "\n".join(lines) + "\n(ok/err: attempts that succeeded / failed or were retried; late: start minus due, last hour)"

@@ -67,7 +67,8 @@ def execute(args, settings) -> int:
 
     where = describe(settings.database_url) + (" + Redis " + describe(settings.redis_url) if settings.redis_url else "")
     web = create_app(manager, WebSettings(password=settings.web_password, read_only=args.read_only,
-                                          local_only=settings.web_password is None, backend=where))
+                                          local_only=settings.web_password is None, backend=where,
+                                          schedule_modules=settings.schedule_modules))
     server = waitress.create_server(web, host=host, port=port, threads=args.threads, ident="delayq",
                                     clear_untrusted_proxy_headers=True)
     shown = f"[{host}]" if ":" in host else host

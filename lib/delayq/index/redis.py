@@ -83,8 +83,12 @@ class RedisIndex(RedisRebuild, RebuildableIndex):
         # a claim that waited out a failover starts its jobs, and their leases, when it got them, not before
         waited = time.monotonic() - began
         start_at = now + waited if waited >= 1.0 else now
-        jobs = in_order(self.store.start(ids, token, start_at, lease), ids) if ids else []
-        started = {job.id for job in jobs}
+        begun = self.store.start(ids, token, start_at, lease) if ids else []
+        jobs = in_order(begun, ids) if ids else []
+        held = getattr(begun, "held", [])
+        if held:    # a limit held them back: in flight -> due again when the limit may let them start
+            self.reschedule(held)
+        started = {job.id for job in jobs} | {job for job, _, _, _ in held}
         stale = [(job, queue) for job, queue in taken if job not in started]
         if stale:   # cancelled or otherwise no longer pending: nothing to run
             self.release(stale)

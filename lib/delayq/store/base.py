@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..jobs import Attempt, Job, JobSpec, Outcome
+from ..limits import QueueLimit
 from ..schedules import Plan, State
 from ..search import JobFilter
 
@@ -137,7 +138,24 @@ class ClaimStore(ABC):
         attempts is incremented; the lease runs out at now + the job's own lease
         seconds, or `lease` seconds for jobs without one. A job cancelled since it
         was indexed is not returned.
+
+        A job a limit governs (set_limits: its queue's rate or max_running; its limit key) starts only if the
+        limits let it, in the same transaction; one held back stays pending, its attempts unchanged, due again
+        later: the list returned carries them as `.held`, (id, queue, due again at, priority), for an index kept
+        apart to move (limits.py).
         """
+
+    @abstractmethod
+    def set_limits(self, limits: Mapping[str, QueueLimit]) -> None:
+        """The queues' limits across runners (DELAYQ_QUEUES' rate and max_running), which start() enforces."""
+
+    @abstractmethod
+    def waiting_on_limits(self) -> dict[str, int]:
+        """queue -> pending jobs a limit held back (not started since)."""
+
+    @abstractmethod
+    def forget_limited(self, limit: int = 1000) -> int:
+        """Drop up to `limit` rows of the limits' bookkeeping whose job ended or is gone; returns how many."""
 
     @abstractmethod
     def claim_due(self, queues: list[str], now: float, limit: int, token: str, lease: float) -> list[Job]:

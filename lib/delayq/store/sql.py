@@ -17,6 +17,7 @@ from .queries import Queries
 from .sql_claims import ClaimsSql
 from .sql_control import ControlSql
 from .sql_jobs import JobsSql
+from .sql_limits import LimitsSql
 from .sql_maintenance import MaintenanceSql
 from .sql_outcomes import OutcomesSql
 from .sql_reporting import ReportingSql
@@ -31,8 +32,8 @@ T = TypeVar("T")
 DEADLOCK_TRIES = 3
 
 
-class SqlStore(SchemaSql, JobsSql, ClaimsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql, ControlSql,
-               SchedulesSql, Store):
+class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql,
+               ControlSql, SchedulesSql, Store):
     dialect = ""
     style = "pyformat"                                   # the driver's parameter style
     driver_errors: tuple[type[BaseException], ...] = ()

@@ -9,6 +9,15 @@ from ..fairness import fair_pick, in_order
 from ..jobs import MAX_PRIORITY, PENDING, Job
 from .sql_jobs import CHUNK, chunks, rows_to_jobs
 
+
+class Started(list):
+    """The jobs a start moved to running (a list of Job), and `held`: (id, queue, due again at, priority) of those a
+    limit held back, which an index kept apart must move to their new due time (limits.py)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[tuple[int, str, float, int]] = []
+
 def _group_jobs(jobs: Iterable[Job]) -> dict[str, list[Job]]:
     groups: dict[str, list[Job]] = defaultdict(list)
     for job in jobs:
@@ -23,17 +32,28 @@ class ClaimsSql:
     retried: Any
     returning: bool
     _insert: Any
+    _gate: Any
+    _limited_queues: Any
 
-    def start(self, ids: list[int], token: str, now: float, lease: float) -> list[Job]:
+    def start(self, ids: list[int], token: str, now: float, lease: float) -> Started:
         if not ids:
             return []
         return self.retried(lambda cur: self._start(cur, ids, token, now, lease))
 
-    def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> list[Job]:
-        jobs: list[Job] = []
+    def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> Started:
+        jobs = Started()
+        limited = self._limited_queues()
         for start in range(0, len(ids), CHUNK):
             part = list(ids[start:start + CHUNK])
-            started = self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part).rowcount
+            if limited:
+                started = self.run(cur, "start_jobs_but", token=token, now=now, lease=lease, ids=part,
+                                   limited=limited).rowcount
+            else:
+                started = self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part).rowcount
+            if started < len(part):     # some no longer pending, or governed by a limit: the gates decide those
+                passed, held = self._gate(cur, part, token, now, lease)
+                started += len(passed)
+                jobs.held.extend(held)
             jobs.extend(self._read_claimed(cur, part, token, started))
         return jobs
 

@@ -71,7 +71,8 @@ def _row(spec: JobSpec, index_pending: bool) -> list:
     """A job as the positional array the JSON insert reads (see insert_jobs_json)."""
     return [spec.queue, spec.ext, 1 if spec.unique else None, 1 if spec.unique else 0, spec.call, spec.args_json,
             spec.max_attempts, spec.ladder, spec.due_at, spec.deadline, spec.priority, spec.lease, spec.timeout,
-            1 if spec.at_most_once else 0, spec.on_timeout, spec.event, spec.event_id, 1 if index_pending else None]
+            1 if spec.at_most_once else 0, spec.on_timeout, spec.event, spec.event_id, 1 if index_pending else None,
+            spec.limit_key, spec.limit_max]
 
 
 def _named(spec: JobSpec, index_pending: bool) -> dict[str, Any]:
@@ -80,7 +81,8 @@ def _named(spec: JobSpec, index_pending: bool) -> dict[str, Any]:
             "max_attempts": spec.max_attempts, "ladder": spec.ladder, "due_at": spec.due_at, "deadline": spec.deadline,
             "priority": spec.priority, "lease_seconds": spec.lease, "timeout_seconds": spec.timeout,
             "at_most_once": 1 if spec.at_most_once else 0, "on_timeout": spec.on_timeout, "event": spec.event,
-            "event_id": spec.event_id, "index_pending": 1 if index_pending else None}
+            "event_id": spec.event_id, "index_pending": 1 if index_pending else None, "limit_key": spec.limit_key,
+            "limit_max": spec.limit_max}
 
 
 class JobsSql:

@@ -5,8 +5,9 @@
 
 One module per concern: security.py (authentication, CSRF, the Host check, headers), sessions.py (logins kept
 on the server), forms.py (query strings
-to a JobFilter, with the CLI's rules), overview.py, jobs.py (search and a job's page), actions.py (every POST:
-retry, cancel, run now, bulk actions, pause and resume, each written to the audit trail), charts.py (SVG),
+to a JobFilter, with the CLI's rules), overview.py, jobs.py (search and a job's page), schedules.py (the recurring
+schedules), actions.py (every POST: retry, cancel, run now, bulk actions, pause and resume of a queue or a
+schedule, each written to the audit trail), charts.py (SVG),
 display.py (times, durations and statuses as text).
 Templates are Jinja with autoescaping on; the CSS is a static file, and so is the one script (static/live.js:
 the live parts of a page fetched again without a reload); the Content-Security-Policy allows that file alone. Needs the optional extra: pip install 'delayq[web]'.
@@ -21,7 +22,7 @@ from datetime import timedelta
 from flask import Flask
 
 from ..manager import Manager
-from . import actions, display, jobs, overview, security, sessions
+from . import actions, display, jobs, overview, schedules, security, sessions
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class WebSettings:
     local_only: bool = True             # no password: only loopback Host headers are served (DNS rebinding)
     backend: str = ""                   # where the store lives, without credentials (config.describe)
     page_size: int = 50
+    schedule_modules: tuple[str, ...] | None = None   # DELAYQ_SCHEDULE_MODULES; None: the environment's and .env's
 
     def __repr__(self) -> str:          # never the password
         return f"WebSettings(read_only={self.read_only}, local_only={self.local_only}, backend={self.backend!r})"
@@ -55,6 +57,7 @@ def create_app(manager: Manager, settings: WebSettings) -> Flask:
     security.register(app, settings)
     overview.register(app)
     jobs.register(app)
+    schedules.register(app)
     actions.register(app)
     return app
 

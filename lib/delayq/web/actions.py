@@ -1,7 +1,7 @@
-"""Every change made from the dashboard: a POST (CSRF-checked in security.py) that calls one manager verb, writes
-one audit row (when, from which address, who, what, how many jobs; refusals too, with why), then redirects to a
-page that shows the outcome. Bulk actions first show what they would do (bulk.preview) on a
-confirmation page; only its form acts."""
+"""Every change made from the dashboard: a POST (CSRF-checked in security.py) that calls one manager verb (or the
+scheduler's pause or resume, for a schedule), writes one audit row (when, from which address, who, what, how many
+jobs; refusals too, with why), then redirects to a page that shows the outcome. Bulk actions first show what they
+would do (bulk.preview) on a confirmation page; only its form acts."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any, Callable
 
 from flask import Flask, abort, current_app, flash, g, redirect, render_template, request, url_for
 
-from .. import bulk, words
+from .. import bulk, scheduler, words
 from ..bulk import BulkResult, done_text, dry_text
 from ..errors import BackendError, DelayqError, InvalidInput, NotFound
 from ..search import JobFilter
 from . import forms
+from . import schedules as schedule_pages
 from .display import as_params
 
 BULK = {"retry": "retried", "cancel": "cancelled", "purge": "deleted"}
@@ -163,6 +164,32 @@ def resume() -> Any:
     return act("resume", f"queue {queue}", url_for("overview"), do)
 
 
+def pause_schedule() -> Any:
+    name = schedule_name()
+
+    def do() -> tuple[int, str]:
+        if scheduler.pause(manager(), schedule_pages.declared(), name):
+            return 0, f"paused schedule {name}: no runner enqueues its slots until it is resumed"
+        return 0, f"schedule {name} was paused already"
+    return act("pause", f"schedule {name}", url_for("schedules"), do)
+
+
+def resume_schedule() -> Any:
+    name = schedule_name()
+
+    def do() -> tuple[int, str]:
+        if not scheduler.resume(manager(), schedule_pages.declared(), name):
+            raise InvalidInput(f"schedule {name} is not paused")
+        return 0, f"resumed schedule {name}: its next slot runs (none of those that passed while it was paused)"
+    return act("resume", f"schedule {name}", url_for("schedules"), do)
+
+
+def schedule_name() -> str:
+    """The form's schedule name, cut at 101 characters: a name has 100 at most, so a longer one stays unknown, and
+    the messages and audit row that quote it stay short."""
+    return (request.form.get("name") or "").strip()[:101]
+
+
 def audit_page() -> Any:
     try:
         at = forms.seconds(request.args.get("before"), "before")      # nan, inf, 1e400: refused, never sent on
@@ -189,6 +216,8 @@ def register(app: Flask) -> None:
     app.add_url_rule("/bulk/<action>", "bulk_run", bulk_run, methods=["POST"])
     app.add_url_rule("/queues/pause", "pause", pause, methods=["POST"])
     app.add_url_rule("/queues/resume", "resume", resume, methods=["POST"])
+    app.add_url_rule("/schedules/pause", "pause_schedule", pause_schedule, methods=["POST"])
+    app.add_url_rule("/schedules/resume", "resume_schedule", resume_schedule, methods=["POST"])
     app.add_url_rule("/audit", "audit", audit_page)
 
     @app.errorhandler(BackendError)

@@ -14,6 +14,7 @@ from ..errors import InvalidInput
 from ..jobs import FAILED, PENDING
 from ..search import JobFilter
 from . import display, forms
+from .schedules import of_job
 
 TOTAL_UPTO = 10_000     # a search's total is counted this far at most (a bounded read however big the table)
 SCAN_WINDOW = 10_000    # ids a page of a scanning search reads at most (text in the error, an argument)
@@ -60,7 +61,7 @@ def job_page(job_id: int) -> Any:
     unknown = [name for name, error in [("the job", job.last_error)] + [(f"step {s.name}", s.last_error) for s in steps]
                if display.outcome_unknown(error)] if job.status == FAILED else []
     return render_template("job.html", job=job, now=now, attempts=attempts, steps=steps, upcoming=upcoming, more=more,
-                           ladder=ladder_text(job.ladder), unknown=unknown,
+                           ladder=ladder_text(job.ladder), unknown=unknown, schedule=of_job(job.ext),
                            failed_steps=[s.name for s in steps if s.status in ("failed", "running")],
                            can_retry=job.status == FAILED, can_cancel=job.status == PENDING,
                            can_run_now=job.status == PENDING and job.due_at > now)

@@ -42,10 +42,10 @@ INSERT INTO {migrations} (version, applied_at) VALUES (:version, :now)
 -- Insert one new job (MySQL 8 has no INSERT ... RETURNING: one row at a time, the id from lastrowid).
 INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder,
   due_at, deadline, priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id,
-  index_pending, created_at, updated_at)
+  index_pending, limit_key, limit_max, created_at, updated_at)
 VALUES (:queue, :ext, :unique_live, :is_unique, :callable, :args, 'pending', 0, :max_attempts, :ladder,
   :due_at, :deadline, :priority, :lease_seconds, :timeout_seconds, :at_most_once, :on_timeout, :event, :event_id,
-  :index_pending, :now, :now)
+  :index_pending, :limit_key, :limit_max, :now, :now)
 
 -- name: find_live_ext
 -- The oldest live (pending or running) job of a queue and ext, whatever flags it was enqueued with: what a unique
@@ -98,8 +98,23 @@ UPDATE {jobs} SET due_at = :now, updated_at = :now WHERE id = :id AND status = '
 -- claims and outcomes
 
 -- name: start_jobs
--- Move claimed jobs from pending to running under a claim token; a job cancelled meanwhile is left alone.
+-- Move claimed jobs from pending to running under a claim token; a job cancelled meanwhile is left alone, and so
+-- is a job of a limit key: it passes the gates first (start_limited).
 -- An at-most-once job gets started_at only when it really begins (begin_job).
+UPDATE {jobs} SET status = 'running', claim_token = :token, lease_until = :now + COALESCE(lease_seconds, :lease),
+  started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE :now END, updated_at = :now, attempts = attempts + 1
+WHERE id IN (:ids) AND status = 'pending' AND limit_key IS NULL
+
+-- name: start_jobs_but
+-- The same where some queues have limits (:limited), whose jobs pass the gates first. By the primary key, always:
+-- `queue NOT IN` would tempt the optimizer into a range of by_claim, locking rows other claims and outcomes hold.
+UPDATE {jobs} {scan_by_id} SET status = 'running', claim_token = :token,
+  lease_until = :now + COALESCE(lease_seconds, :lease),
+  started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE :now END, updated_at = :now, attempts = attempts + 1
+WHERE id IN (:ids) AND status = 'pending' AND limit_key IS NULL AND queue NOT IN (:limited)
+
+-- name: start_limited
+-- The same for jobs a limit governs, once the gates let them start.
 UPDATE {jobs} SET status = 'running', claim_token = :token, lease_until = :now + COALESCE(lease_seconds, :lease),
   started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE :now END, updated_at = :now, attempts = attempts + 1
 WHERE id IN (:ids) AND status = 'pending'
@@ -630,3 +645,57 @@ WHERE name = :name AND paused_at IS NOT NULL
 -- name: forget_slots
 -- Slot rows older than :before (the schedules row keeps the latest).
 DELETE FROM {slots} WHERE slot < :before
+
+-- ---------------------------------------------------------------------------------------------
+-- limits: rate and concurrency across runners (limits.py, sql_limits.py), only where a limit governs a job
+
+-- name: pending_limited
+-- Of some claimed ids, the pending jobs start_jobs left alone: those a limit governs, with what governs them.
+SELECT id, queue, priority, limit_key, limit_max FROM {jobs} WHERE id IN (:ids) AND status = 'pending'
+
+-- name: lock_gate
+-- A gate's row, locked: a queue's bucket of tokens, or the lock row of some keys.
+SELECT tokens, at FROM {limits} WHERE name = :name {for_update}
+
+-- name: insert_gate
+-- A gate seen for the first time (its bucket full).
+INSERT INTO {limits} (name, tokens, at) VALUES (:name, :tokens, :now)
+
+-- name: update_gate
+-- A queue's bucket after its tokens were taken.
+UPDATE {limits} SET tokens = :tokens, at = :now WHERE name = :name
+
+-- name: running_in_queue
+-- How many of a queue's jobs run now (their lease not run out): a range of by_claim.
+SELECT COUNT(*) FROM {jobs} WHERE status = 'running' AND queue = :queue AND lease_until > :now
+
+-- name: running_with_key
+-- How many jobs of a key run now (their lease not run out).
+SELECT COUNT(*) FROM {limited} l JOIN {jobs} j ON j.id = l.job_id
+WHERE l.lkey = :key AND j.status = 'running' AND j.lease_until > :now
+
+-- name: hold_jobs
+-- Jobs a gate held back: due again at :due (not started, no attempt counted), out of the way of those behind them.
+UPDATE {jobs} SET due_at = :due, updated_at = :now WHERE id IN (:ids) AND status = 'pending'
+
+-- name: limited_of
+-- Which of some jobs have a row of the limits already.
+SELECT job_id FROM {limited} WHERE job_id IN (:ids)
+
+-- name: forget_limited_of
+-- Rows of some jobs (before they are written again, as started).
+DELETE FROM {limited} WHERE job_id IN (:ids)
+
+-- name: insert_limited
+-- A job a limit touched: held back, or started under its key.
+INSERT INTO {limited} (job_id, queue, lkey, since) VALUES (:job_id, :queue, :lkey, :now)
+
+-- name: waiting_on_limits
+-- Per queue: the pending jobs a limit held back (not started since).
+SELECT l.queue, COUNT(*) FROM {limited} l JOIN {jobs} j ON j.id = l.job_id WHERE j.status = 'pending'
+GROUP BY l.queue
+
+-- name: ended_limited
+-- Rows of jobs that ended (or were purged): compensate drops them, a page at a time.
+SELECT l.job_id FROM {limited} l LEFT JOIN {jobs} j ON j.id = l.job_id
+WHERE j.id IS NULL OR j.status NOT IN ('pending', 'running') LIMIT :limit

@@ -10,15 +10,17 @@ SELECT UNIX_TIMESTAMP(NOW(6))
 -- Insert new jobs from one JSON array of rows (one bound parameter, however many jobs), returning their ids (MariaDB).
 INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder,
   due_at, deadline, priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id,
-  index_pending, created_at, updated_at)
+  index_pending, limit_key, limit_max, created_at, updated_at)
 SELECT queue, ext, unique_live, is_unique, callable, args, 'pending', 0, max_attempts, ladder, due_at, deadline,
-  priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id, index_pending, :now, :now
+  priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id, index_pending, limit_key,
+  limit_max, :now, :now
 FROM JSON_TABLE(:rows, '$[*]' COLUMNS (n FOR ORDINALITY, queue VARCHAR(64) PATH '$[0]', ext VARCHAR(191) PATH '$[1]',
   unique_live TINYINT PATH '$[2]', is_unique TINYINT PATH '$[3]', callable VARCHAR(255) PATH '$[4]',
   args MEDIUMTEXT PATH '$[5]', max_attempts INT PATH '$[6]', ladder VARCHAR(255) PATH '$[7]', due_at DOUBLE PATH '$[8]',
   deadline DOUBLE PATH '$[9]', priority SMALLINT PATH '$[10]', lease_seconds DOUBLE PATH '$[11]',
   timeout_seconds DOUBLE PATH '$[12]', at_most_once TINYINT PATH '$[13]', on_timeout VARCHAR(255) PATH '$[14]',
-  event VARCHAR(64) PATH '$[15]', event_id CHAR(32) PATH '$[16]', index_pending TINYINT PATH '$[17]')) AS jt
+  event VARCHAR(64) PATH '$[15]', event_id CHAR(32) PATH '$[16]', index_pending TINYINT PATH '$[17]',
+  limit_key VARCHAR(191) PATH '$[18]', limit_max INT PATH '$[19]')) AS jt
 ORDER BY n RETURNING id
 
 -- name: insert_attempts_json

@@ -8,13 +8,14 @@ SELECT (julianday('now') - 2440587.5) * 86400.0
 -- Insert new jobs from one JSON array of rows (one bound parameter, however many jobs), returning their ids.
 INSERT INTO {jobs} (queue, ext, unique_live, is_unique, callable, args, status, attempts, max_attempts, ladder,
   due_at, deadline, priority, lease_seconds, timeout_seconds, at_most_once, on_timeout, event, event_id,
-  index_pending, created_at, updated_at)
+  index_pending, limit_key, limit_max, created_at, updated_at)
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
   json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), 'pending', 0,
   json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'), json_extract(value, '$[9]'),
   json_extract(value, '$[10]'), json_extract(value, '$[11]'), json_extract(value, '$[12]'),
   json_extract(value, '$[13]'), json_extract(value, '$[14]'), json_extract(value, '$[15]'),
-  json_extract(value, '$[16]'), json_extract(value, '$[17]'), :now, :now
+  json_extract(value, '$[16]'), json_extract(value, '$[17]'), json_extract(value, '$[18]'),
+  json_extract(value, '$[19]'), :now, :now
 FROM json_each(:rows) ORDER BY key RETURNING id
 
 -- name: insert_attempts_json
