@@ -375,3 +375,13 @@ def test_a_type_checker_reports_wrong_arguments_of_enqueue(tmp_path):
     for number, (line, error) in enumerate(WRONG.items(), lines + 1):
         assert f"bad.py:{number}: error: " in bad.stdout and error in bad.stdout, (line, bad.stdout)
     assert bad.stdout.count(": error: ") == len(WRONG)
+
+
+def test_a_per_key_limit_is_computed_from_the_arguments_at_enqueue_and_one_missing_is_refused(client, backend):
+    from examples.limits import confirm_order
+    done = confirm_order.options(client=client).enqueue(order_id=7)
+    [[key, most]] = backend.sql("SELECT limit_key, limit_max FROM {jobs} WHERE id = ?", done.id)
+    assert (key, most) == ("order:7", 1)
+    with pytest.raises(delayq.InvalidInput, match="missing a required argument: 'order_id'"):
+        client.enqueue("examples.limits:confirm_order", {"id": 7})
+    assert backend.sql("SELECT COUNT(*) FROM {jobs}")[0][0] == 1      # nothing half-written

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from delayq import recovery, scheduler, schedules
+from delayq import Manager, recovery, scheduler, schedules, validate
 from delayq.errors import InvalidInput, NotFound
 from delayq.search import JobFilter
 from delayq.web import WebSettings, create_app
@@ -20,6 +20,7 @@ NOOP = "examples.shop:noop"
 FAILS = "examples.shop:refund_rejected"
 FLAKY = "examples.shop:flaky_sync"
 RECORD = "examples.shop:record"
+KEYED = "examples.limits:confirm_order"       # limit_key="order:{order_id}", limit=1
 XSS = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 PASSWORD = "correct horse battery staple"
 
@@ -509,6 +510,41 @@ def test_the_overview_charts_one_queue_over_a_window_and_refuses_a_bad_one(web, 
     for bad, field in (("window=2d", "window"), ("queue=no%20such%20queue", "queue")):
         response = get(c, "/?" + bad)
         assert response.status_code == 400 and field in response.get_data(as_text=True)
+
+
+def limited(manager, queues):
+    """A manager on the same store and index with these DELAYQ_QUEUES, as `delayq web` reads them (limits.py)."""
+    return Manager(manager.store, manager.index, manager.registry, manager.clock,
+                   queues=validate.queue_defaults(queues))
+
+
+def limit_cells(page: str) -> dict[str, str]:
+    """queue -> the text of its limit cell, read inside the queues table the page refreshes (data-live)."""
+    table = re.search(r'<table class="grid-table" id="queues" data-live>.*?</table>', page, re.S).group(0)
+    rows = re.findall(r'<tr id="queue-\d+" data-queue="([^"]*)">.*?<td class="limit">(.*?)</td>', table, re.S)
+    return {queue: re.sub(r"<[^>]+>", "", cell) for queue, cell in rows}
+
+
+def test_the_overview_shows_each_queue_s_limits_and_the_jobs_waiting_on_them(web):
+    m = limited(web, {"r": {"rate": "1/s"}, "m": {"max_running": 1}, "p": {"rate": "100/h", "max_running": 5},
+                      "idle": {"rate": "600/m"}})
+    for _ in range(3):
+        m.enqueue(NOOP, queue="r")
+        m.enqueue(NOOP, queue="m")
+    for _ in range(2):
+        m.enqueue(KEYED, {"order_id": 7})            # one running job per order, on a queue of no limit
+    m.enqueue(NOOP, queue="p", delay=600)
+    m.enqueue(NOOP, queue="free")
+    assert len(m.claim(["r"], 10)) == 1              # asks for 2 (half a second of 1/s, and its burst): 1 held
+    assert len(m.claim(["m", "default"], 10)) == 2   # one of m (max_running 1), one of order 7: 3 held
+    assert m.reports.waiting_on_limits() == {"r": 1, "m": 2, "default": 1}
+    c = client(m)
+    for live in ({}, {"X-Delayq-Live": "1"}):        # the page, and the refresh of its live parts
+        page = get(c, "/", headers=live).get_data(as_text=True)
+        assert limit_cells(page) == {"r": "1/s · 1 waiting", "m": "max 1 running · 2 waiting",
+                                     "default": "1 waiting", "p": "100/h · max 5 running", "free": "-"}
+    assert '<strong class="waiting" title="pending jobs a limit held back' in page
+    assert 'data-queue="idle"' not in page           # a limited queue with no job has no row (no phantom pause)
 
 
 def test_a_search_by_argument_reads_one_window_of_ids_a_page_and_goes_on_below_it(web, monkeypatch):

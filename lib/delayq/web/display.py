@@ -68,6 +68,18 @@ def duration(seconds: float | None) -> str:
     return f"{int(seconds // 60)}m {seconds % 60:.0f}s"
 
 
+def rate(per_second: float) -> str:
+    """A queue's rate (starts a second) as DELAYQ_QUEUES would say it: 10/s, 90/m, 100/h (whole where it can)."""
+    for unit, seconds in (("s", 1), ("m", 60), ("h", 3600)):
+        n = per_second * seconds
+        if n >= 1 and abs(n - round(n)) <= 1e-6 * n:
+            return f"{round(n)}/{unit}"
+    for unit, seconds in (("s", 1), ("m", 60)):
+        if per_second * seconds >= 1:
+            return f"{per_second * seconds:.3g}/{unit}"
+    return f"{per_second * 3600:.3g}/h"
+
+
 def first_line(text: str | None, limit: int = 140) -> str:
     line = (text or "").strip().split("\n")[0]
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,7 +1,8 @@
 """The overview: per queue what waits, what is due, running and failed, which queues are paused, the oldest
 due job; charts of the attempts and their lateness over the last hour, 24 hours or 7 days, of one queue or all
-(?window=1h|24h|7d&queue=NAME); the runners that beat, with the jobs they run. Its parts marked data-live are
-fetched again every few seconds by static/live.js (no reload)."""
+(?window=1h|24h|7d&queue=NAME); the runners that beat, with the jobs they run; each queue's rate and max_running
+(DELAYQ_QUEUES) and how many of its jobs wait on a limit (limits.py). Its parts marked data-live are fetched again
+every few seconds by static/live.js (no reload)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from flask import Flask, abort, current_app, render_template, request
 
 from ..errors import InvalidInput
 from ..jobs import TIMEOUT_FAILED, TIMEOUT_RETRY
+from ..limits import QueueLimit
 from ..reports import WINDOWS
-from . import charts, forms
+from . import charts, display, forms
 
 FAILURES = ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)     # attempt outcomes as stored
 
@@ -28,10 +30,29 @@ class QueueRow:
     hour_ok: int = 0
     hour_failures: int = 0
     late_max: float | None = None
+    limit: QueueLimit | None = None         # its rate and max_running across runners, if it has any
+    waiting_on_limit: int = 0               # pending jobs a limit held back (its own, or their keys')
+
+    @property
+    def limit_parts(self) -> list[tuple[str, str, bool]]:
+        """The limit cell's parts, (text, its title, whether it warns): 10/s · max 3 running · 4 waiting."""
+        parts = []
+        if self.limit and self.limit.rate:
+            parts.append((display.rate(self.limit.rate),
+                          "at most this many of its jobs start, across all runners (rate)", False))
+        if self.limit and self.limit.max_running:
+            parts.append((f"max {self.limit.max_running:,} running",
+                          "at most this many of its jobs run at once, across all runners (max_running)", False))
+        if self.waiting_on_limit:
+            parts.append((f"{self.waiting_on_limit:,} waiting", "pending jobs a limit held back (the queue's or "
+                          "their limit_key's): not failed, no attempt counted, due again when it lets them", True))
+        return parts
 
 
-def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], recent: list[tuple]) -> list[QueueRow]:
-    """One row per queue with live or failed jobs, paused, or with attempts in the last hour."""
+def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], recent: list[tuple],
+           limits: dict[str, QueueLimit] | None = None, waiting: dict[str, int] | None = None) -> list[QueueRow]:
+    """One row per queue with live or failed jobs, paused, or with attempts in the last hour; a limited queue with
+    none of these has no row (its limit shows with its first job)."""
     rows: dict[str, QueueRow] = {}
 
     def row(name: str) -> QueueRow:
@@ -52,6 +73,11 @@ def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], rec
             r.hour_failures += int(hour)
         if late_max is not None:
             r.late_max = max(float(late_max), r.late_max or 0.0)
+    for queue, n in (waiting or {}).items():           # held jobs are pending: their queue has a row already
+        row(queue).waiting_on_limit = int(n)
+    for queue, limit in (limits or {}).items():
+        if queue in rows:
+            rows[queue].limit = limit
     return sorted(rows.values(), key=lambda r: r.name)
 
 
@@ -64,7 +90,8 @@ def page() -> Any:
         abort(400, forms.in_page_words(str(exc)))
     now, counts = manager.reports.queue_counts()
     workers = sorted(manager.control.workers(), key=lambda w: (w.state != "live", -w.last_seen))
-    rows = queues(counts, manager.control.paused_queues(), manager.reports.recent_attempts())
+    rows = queues(counts, manager.control.paused_queues(), manager.reports.recent_attempts(), manager.limits,
+                  manager.reports.waiting_on_limits())
     return render_template("overview.html", now=now, queues=rows, windows=list(WINDOWS), window=window,
                            queue=queue, attempts_chart=charts.attempts(act), lateness_chart=charts.lateness(act),
                            workers=workers)
