@@ -64,9 +64,10 @@ class Cron:
     days: frozenset[int]
     months: frozenset[int]
     weekdays: frozenset[int]        # 0 Sunday .. 6 Saturday
-    any_day: bool                   # the day-of-month field is `*`
-    any_weekday: bool               # the day-of-week field is `*`
-    wildcard: bool                  # '*' in the minute or hour field: daylight-saving time's special cases do not apply
+    any_day: bool                   # the day-of-month field starts with `*` (`*`, `*/2`): cron(8) ANDs it, not ORs
+    any_weekday: bool               # the day-of-week field starts with `*`
+    wildcard: bool                  # the minute or hour field starts with `*`: daylight-saving time's special cases do
+                                    # not apply (cron(8)'s test: the field's first character)
 
     @classmethod
     def parse(cls, text: str, field: str = "cron") -> "Cron":
@@ -80,8 +81,8 @@ class Cron:
         values = [_field(part, name, lo, hi, names, text, field) for part, (name, lo, hi, names) in zip(parts, FIELDS)]
         weekdays = frozenset(d % 7 for d in values[4])
         cron = cls(text.strip(), tuple(sorted(values[0])), tuple(sorted(values[1])), frozenset(values[2]),
-                   frozenset(values[3]), weekdays, parts[2] == "*", parts[4] == "*",
-                   "*" in parts[0] or "*" in parts[1])
+                   frozenset(values[3]), weekdays, parts[2].startswith("*"), parts[4].startswith("*"),
+                   parts[0].startswith("*") or parts[1].startswith("*"))
         if cron.any_weekday or cron.any_day:
             possible = any(d <= DAYS_IN_MONTH[m - 1] for m in cron.months for d in cron.days)
             if not possible and cron.any_weekday:
@@ -97,13 +98,9 @@ class Cron:
         if day.month not in self.months:
             return False
         on_day, on_weekday = day.day in self.days, day.isoweekday() % 7 in self.weekdays
-        if self.any_day and self.any_weekday:
-            return True
-        if self.any_day:
-            return on_weekday
-        if self.any_weekday:
-            return on_day
-        return on_day or on_weekday
+        if self.any_day or self.any_weekday:       # cron(8): either field starting with '*': both must match
+            return on_day and on_weekday
+        return on_day or on_weekday                # both restricted: either
 
     def after(self, t: float, tz: ZoneInfo) -> Iterator[int]:
         """The slots strictly after epoch second `t`, in order, as epoch seconds (see the module's docstring for

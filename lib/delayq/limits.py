@@ -132,6 +132,7 @@ class Allowance:
     tokens: dict[str, float] = field(default_factory=dict)        # queue -> tokens in its bucket now
     rates: dict[str, float] = field(default_factory=dict)         # queue -> its rate
     queue_slots: dict[str, int] = field(default_factory=dict)     # queue -> max_running - running now
+    queue_max: dict[str, int] = field(default_factory=dict)       # queue -> its max_running
     key_running: dict[str, int] = field(default_factory=dict)     # key -> running now
 
 
@@ -149,6 +150,7 @@ def decide(candidates: Sequence[Candidate], allowed: Allowance, now: float) -> D
     slots = dict(allowed.queue_slots)
     running = dict(allowed.key_running)
     waiting: dict[str, int] = {}       # queue -> jobs held for a token so far
+    behind: dict[str, int] = {}        # a key or a queue -> jobs held for one of its running slots so far
     for job in candidates:
         by_rate = job.queue in tokens and tokens[job.queue] < 1.0 - 1e-3     # (epoch floats: 0.1 s is 0.0999999)
         by_slot = job.queue in slots and slots[job.queue] <= 0
@@ -163,7 +165,14 @@ def decide(candidates: Sequence[Candidate], allowed: Allowance, now: float) -> D
             if job.key is not None:
                 running[job.key] = running.get(job.key, 0) + 1
             continue
-        due = now + RECHECK if by_slot or by_key else now
+        due = now
+        if by_slot or by_key:
+            # a backlog of one key (or one full queue) is spread a RECHECK per `limit` jobs: looked at again all at
+            # once, it would be held again all at once, each second, in the way of the jobs behind it
+            gate, room = (f"key:{job.key}", job.key_limit or 1) if by_key else (
+                f"queue:{job.queue}", allowed.queue_max.get(job.queue, 1))
+            nth = behind[gate] = behind.get(gate, 0) + 1
+            due = now + RECHECK * (1 + (nth - 1) // room)
         if by_rate:
             nth = waiting[job.queue] = waiting.get(job.queue, 0) + 1
             due = max(due, now + (nth - tokens[job.queue]) / allowed.rates[job.queue])

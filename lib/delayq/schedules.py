@@ -175,8 +175,8 @@ def plan(schedule: Schedule, state: State, now: float) -> Plan:
         if slot > now:
             break
         due.append(slot)
-    if not due:
-        return Plan(state.last_slot)
+    if not due:     # (after more than LOOK_BACK down: the slots before `since` are gone; its next is after it)
+        return Plan(max(state.last_slot, since))
     newest = due[-1]
     if state.paused:
         return Plan(newest)

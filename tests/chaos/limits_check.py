@@ -76,8 +76,13 @@ def rate_run(w: World, tmp: str, seconds: float, jobs: int) -> dict:
     w.q.enqueue_many([{"call": "examples.limits:poll_payment", "args": {"order_id": i}, "queue": "psp"}
                       for i in range(jobs)])
     procs = [runner(env, "psp", seconds, tmp) for _ in range(3)]
-    for proc in procs:
-        proc.wait(timeout=seconds + 120)
+    try:
+        for proc in procs:
+            proc.wait(timeout=seconds + 120)
+    finally:
+        for proc in procs:                      # whatever happened, no runner of ours outlives the check
+            if proc.poll() is None:
+                kill_tree(proc.pid)
     starts = sorted(float(parts[3]) for parts in lines(log) if parts[0] == "start")
     first = starts[0] if starts else 0.0
     window = [t for t in starts if t < first + seconds]
@@ -96,6 +101,15 @@ def key_run(w: World, tmp: str, jobs: int, orders: int) -> dict:
                                                                           "seconds": 0.1 + (i % 5) * 0.05}}
                       for i in range(jobs)])
     procs = [runner(env, "default", 600, tmp) for _ in range(3)]
+    try:
+        return _keyed(w, log, jobs, orders, procs)
+    finally:
+        for proc in procs:                      # whatever happened, no runner of ours outlives the check
+            if proc.poll() is None:
+                kill_tree(proc.pid)
+
+
+def _keyed(w: World, log: str, jobs: int, orders: int, procs: list[subprocess.Popen]) -> dict:
     deadline = time.monotonic() + 60            # the run under way: kill one runner, whole, in the middle of it
     while time.monotonic() < deadline and sum(1 for parts in lines(log) if parts[0] == "start") < jobs // 10:
         time.sleep(0.05)

@@ -63,6 +63,7 @@ def test_every_query_of_the_mysql_dialect_runs_in_mysql_8s_sql_mode_without_retu
     _claims_and_outcomes(store)
     _steps_and_recovery(store)
     _maintenance_and_reports(store)
+    _schedules_and_limits(store)
     big = [r.id for r in store.insert_jobs([spec(queue="big", args_json='{"b": "%s"}' % ("x" * 60_000))] * 20, NOW)]
     assert len(store.start(big, "t7", NOW, 60)) == 20          # too big to pack in one value: select_claimed's rows
     missing = set(load("mysql")) - MARIADB_ONLY - recorded
@@ -85,6 +86,33 @@ def test_a_first_write_of_several_rows_is_all_or_nothing_without_returning():
     finally:
         fresh.close()
         drop_mysql(prefix)
+
+
+def _schedules_and_limits(store) -> None:
+    from delayq.cron import Every, zone
+    from delayq.limits import QueueLimit
+    from delayq.schedules import Schedule, plan
+
+    s = Schedule("m8", "examples.shop:noop", Every(60), zone("UTC"), overlap=True)
+
+    def take(now):
+        return store.take_slots("m8", lambda state: plan(s, state, now), lambda slots: [
+            spec(due_at=float(x), ext=s.ext(x)) for x in slots], NOW, now, False)
+    take(NOW)
+    assert len(take(NOW + 61)[1]) == 1 and store.schedule_rows()[0]["ran"] == 1
+    with store.tx() as cur:                                   # set back by hand: the slot taken is skipped
+        cur.execute(f"UPDATE {store.prefix}_schedules SET last_slot = {int(NOW)}")
+    assert len(take(NOW + 121)[1]) == 1
+    assert store.pause_schedule("m8", NOW) and store.resume_schedule("m8", NOW + 200)
+    assert store.forget_slots(NOW + 10**6) == 2
+    store.set_limits({"lim": QueueLimit(rate=10.0, max_running=5)})
+    ids = [r.id for r in store.insert_jobs([spec(queue="lim") for _ in range(3)]
+                                           + [spec(limit_key="k8", limit_max=1) for _ in range(2)], NOW)]
+    started = store.start(ids, "t8", NOW, 300.0)
+    assert len(started) == 2 and len(started.held) == 3 and store.waiting_on_limits() == {"lim": 2, "default": 1}
+    store.finish([Outcome(j, SUCCEEDED, NOW, NOW + 1) for j in started], NOW + 1)
+    assert store.forget_limited() == 1                       # the keyed job's row; the held ones' stay
+    store.set_limits({})
 
 
 def _jobs(store) -> None:

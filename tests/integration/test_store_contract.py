@@ -907,9 +907,10 @@ def test_a_key_runs_at_most_its_limit_and_held_jobs_wait_uncounted_out_of_the_wa
                                            + [spec(limit_key="order:2", limit_max=1), spec()], NOW)]
     started = store.start(ids, "tok", NOW, 300.0)
     assert sorted(j.id for j in started) == [ids[0], ids[3], ids[4]]          # one per key; the free job too
-    assert sorted(h[0] for h in started.held) == ids[1:3] and all(h[2] == NOW + RECHECK for h in started.held)
+    # held, a RECHECK apart (a key's backlog is not looked at again all at once)
+    assert sorted((h[0], h[2]) for h in started.held) == [(ids[1], NOW + RECHECK), (ids[2], NOW + 2 * RECHECK)]
     held = [store.get(i) for i in ids[1:3]]
-    assert [(j.status, j.attempts, j.due_at) for j in held] == [(PENDING, 0, NOW + RECHECK)] * 2
+    assert [(j.status, j.attempts, j.due_at) for j in held] == [(PENDING, 0, NOW + RECHECK), (PENDING, 0, NOW + 2 * RECHECK)]
     assert store.waiting_on_limits() == {"default": 2}
     assert store.start(ids[1:3], "tok2", NOW + RECHECK, 300.0) == []         # its holder still runs
     [first] = [j for j in started if j.id == ids[0]]
@@ -972,3 +973,31 @@ def test_concurrent_claims_never_run_two_of_one_key(store):
         t.join()
     assert sorted(ids.index(j.id) % 5 for j in got) == [0, 1, 2, 3, 4]       # one job of each key, no second
     assert _statuses(store, [j.id for j in got]) == [RUNNING] * 5
+
+
+def test_a_claim_whose_time_was_read_before_the_last_one_committed_takes_no_token_twice(store):
+    from delayq.limits import QueueLimit
+    store.set_limits({"r": QueueLimit(rate=100.0)})                          # burst: 10
+    ids = [r.id for r in store.insert_jobs([spec(queue="r") for _ in range(30)], NOW - 1)]
+    first = store.start(ids[:15], "a", NOW, 300.0)
+    late = store.start(ids[15:20], "b", NOW - 0.1, 300.0)                     # read its time 0.1 s before
+    again = store.start(ids[20:25], "c", NOW, 300.0)
+    assert (len(first), len(late), len(again)) == (10, 0, 0)
+
+
+def test_a_keyed_job_started_and_then_retried_is_not_counted_as_waiting_on_a_limit(store):
+    [job] = store.start([r.id for r in store.insert_jobs([spec(limit_key="k", limit_max=1)], NOW)], "t", NOW, 300.0)
+    store.finish([Outcome(job, PENDING, NOW, NOW + 1, "boom", NOW + 60)], NOW + 1)
+    assert store.waiting_on_limits() == {} and store.forget_limited() == 0     # its row stays: its job is pending
+    store.finish([Outcome(store.start([job.id], "t2", NOW + 60, 300.0)[0], SUCCEEDED, NOW + 60, NOW + 61)], NOW + 61)
+    assert store.forget_limited() == 1
+
+
+def test_a_slot_already_run_is_skipped_and_the_schedule_moves_on_with_catch_up_all(store):
+    s = _every_minute(overlap=True, catch_up="all")
+    _take(store, s, NOW)
+    assert len(_take(store, s, NOW + 61)[1]) == 1
+    with store.tx() as cur:                                    # its row set back by hand: NOW+60 is due again
+        cur.execute(f"UPDATE {store.prefix}_schedules SET last_slot = {int(NOW)}")
+    decided, inserted = _take(store, s, NOW + 121)
+    assert [j.due_at for j in inserted] == [NOW + 120] and decided.last_slot == NOW + 120

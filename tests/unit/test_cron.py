@@ -167,3 +167,19 @@ def test_each_due_slot_is_run_skipped_or_missed_exactly_once():
 def test_a_paused_schedule_moves_on_without_jobs_or_counts():
     decided = plan(minutely(), State(T, paused=True), T + 605)
     assert (decided.run, decided.skipped, decided.missed, decided.last_slot) == ((), 0, 0, T + 600)
+
+
+def test_a_day_field_starting_with_a_star_is_unrestricted_as_in_cron():
+    # "0 0 */2 * 1": cron(8) reads a day-of-month starting with '*' as unrestricted: odd days AND Mondays
+    assert slots("0 0 */2 * 1", "2026-11-01T00:00:00+00:00", UTC, 2) == ["2026-11-09T00:00:00+00:00",
+                                                                          "2026-11-23T00:00:00+00:00"]
+    assert Cron.parse("0,*/30 3 * * *").fixed and not Cron.parse("*/30 3 * * *").fixed    # the first character
+
+
+def test_a_monthly_schedule_down_longer_than_the_look_back_moves_on_instead_of_looking_again_each_tick():
+    from delayq.schedules import LOOK_BACK
+    monthly = Schedule("mo", "examples.shop:noop", Cron.parse("@monthly"), zone("UTC"))
+    down_since, now = at("2026-01-01T00:00:00+00:00"), at("2026-02-20T00:00:00+00:00")
+    decided = plan(monthly, State(down_since), now)
+    assert decided.run == () and decided.last_slot == now - LOOK_BACK
+    assert monthly.next_slot(decided.last_slot) > now                # its next look: March 1st, not now

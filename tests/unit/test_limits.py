@@ -72,3 +72,17 @@ def test_a_claim_of_limited_queues_asks_for_what_they_may_start_soon():
     assert claim_size(["m"], limits, 64) == 3 and claim_size(["both"], limits, 64) == 4
     assert claim_size(["r", "free"], limits, 64) == 64           # a queue without a limit: as asked
     assert claim_size(["r"], limits, 2) == 2
+
+
+def test_a_key_s_backlog_held_in_one_claim_is_spread_a_recheck_per_limit():
+    jobs = [Candidate(i, "q", 0, "hot", 2) for i in range(7)]
+    out = decide(jobs, Allowance(key_running={"hot": 2}), NOW)
+    assert [round(due - NOW, 3) for _, due in out.held] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0]
+    full = decide([Candidate(i, "m", 0) for i in range(4)], Allowance(queue_slots={"m": 0}, queue_max={"m": 2}), NOW)
+    assert [round(due - NOW, 3) for _, due in full.held] == [1.0, 1.0, 2.0, 2.0]
+
+
+def test_a_claim_that_read_its_time_before_the_last_one_committed_does_not_count_the_time_twice():
+    from delayq.limits import refill
+    limit = QueueLimit(rate=100.0)                              # burst 10
+    assert refill(0.0, NOW, max(NOW - 0.1, NOW), limit) == 0.0  # the store takes max(now, at): no token from the past

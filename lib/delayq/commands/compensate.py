@@ -48,7 +48,9 @@ def execute(args, settings) -> int:
     alerted = manager.control.send_alerts(alerter) if alerter else 0
     rolled = manager.control.roll_up()      # the dashboard's 24-hour and 7-day charts
     scheduler.forget(manager)               # schedules' slot rows older than 8 days
-    manager.store.forget_limited()          # the limits' rows of jobs that ended (a page a run)
+    forget_until = time.monotonic() + 5     # the limits' rows of jobs that ended: pages of 1,000, 5 s at most
+    while manager.store.forget_limited() >= 1000 and time.monotonic() < forget_until:
+        pass
     data = {"from_ledgers": len(settled), "requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,

@@ -43,18 +43,21 @@ class ClaimsSql:
     def _start(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> Started:
         jobs = Started()
         limited = self._limited_queues()
-        for start in range(0, len(ids), CHUNK):
-            part = list(ids[start:start + CHUNK])
+        parts = [list(ids[start:start + CHUNK]) for start in range(0, len(ids), CHUNK)]
+        started = []
+        for part in parts:
             if limited:
-                started = self.run(cur, "start_jobs_but", token=token, now=now, lease=lease, ids=part,
-                                   limited=limited).rowcount
+                started.append(self.run(cur, "start_jobs_but", token=token, now=now, lease=lease, ids=part,
+                                        limited=limited).rowcount)
             else:
-                started = self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part).rowcount
-            if started < len(part):     # some no longer pending, or governed by a limit: the gates decide those
-                passed, held = self._gate(cur, part, token, now, lease)
-                started += len(passed)
-                jobs.held.extend(held)
-            jobs.extend(self._read_claimed(cur, part, token, started))
+                started.append(self.run(cur, "start_jobs", token=token, now=now, lease=lease, ids=part).rowcount)
+        left = [job for part, n in zip(parts, started) if n < len(part) for job in part]
+        if left:    # some no longer pending, or governed by a limit: the gates decide those, all in one pass
+            passed, jobs.held = self._gate(cur, left, token, now, lease)       # (its locks taken in name order)
+            through = set(passed)
+            started = [n + sum(1 for job in part if job in through) for part, n in zip(parts, started)]
+        for part, n in zip(parts, started):
+            jobs.extend(self._read_claimed(cur, part, token, n))
         return jobs
 
     def _read_claimed(self, cur: Any, ids: list[int], token: str, started: int) -> list[Job]:

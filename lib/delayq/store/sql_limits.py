@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
 from ..errors import BackendError
+from .sql_jobs import chunks
 from ..limits import Allowance, Candidate, QueueLimit, ceil_due, decide, lock_of, refill
 
 Held = tuple[int, str, float, int]          # (id, queue, due again at, priority): what the index must move
@@ -34,7 +35,7 @@ class LimitsSql:
     def _gate(self, cur: Any, ids: Sequence[int], token: str, now: float, lease: float) -> tuple[list[int], list[Held]]:
         """The claimed jobs start_jobs left pending that a limit governs: start those the gates let through; the
         others are held (due again later). Returns (ids started, held)."""
-        rows = {row[0]: row for row in self.run(cur, "pending_limited", ids=list(ids)).fetchall()}
+        rows = {row[0]: row for part in chunks(list(ids)) for row in self.run(cur, "pending_limited", ids=part).fetchall()}
         candidates = [Candidate(job_id, queue, priority, key, most) for job_id in ids if job_id in rows
                       for _, queue, priority, key, most in [rows[job_id]]]
         if not candidates:
@@ -46,21 +47,27 @@ class LimitsSql:
         for queue in limited:
             limit = self.queue_limits[queue]
             if limit.rate:
-                allowed.tokens[queue] = refill(*buckets[f"queue:{queue}"], now, limit)
+                tokens, at = buckets[f"queue:{queue}"]
+                # a claim whose `now` was read before another's committed (it waited on the lock) must not move
+                # the bucket's clock back: the time between would be counted twice
+                now = max(now, at)
+                allowed.tokens[queue] = refill(tokens, at, now, limit)
                 allowed.rates[queue] = limit.rate
             if limit.max_running:
                 running = self.run(cur, "running_in_queue", queue=queue, now=now).fetchone()[0]
                 allowed.queue_slots[queue] = limit.max_running - int(running)
+                allowed.queue_max[queue] = limit.max_running
         for key in {c.key for c in candidates if c.key}:
             allowed.key_running[key] = int(self.run(cur, "running_with_key", key=key, now=now).fetchone()[0])
         decided = decide(candidates, allowed, now)
         if decided.start:
-            self.run(cur, "start_limited", token=token, now=now, lease=lease, ids=decided.start)
-            self.run(cur, "forget_limited_of", ids=decided.start)
+            for part in chunks(decided.start):
+                self.run(cur, "start_limited", token=token, now=now, lease=lease, ids=part)
+                self.run(cur, "forget_limited_of", ids=part)
             starting = set(decided.start)
             for c in candidates:
                 if c.key and c.id in starting:      # counted as its key's while it runs
-                    self.run(cur, "insert_limited", job_id=c.id, queue=c.queue, lkey=c.key, now=now)
+                    self.run(cur, "insert_limited", job_id=c.id, queue=c.queue, lkey=c.key, held=0, now=now)
         for queue, used in decided.used.items():    # (a bucket nothing was taken from keeps its row: same refill)
             self.run(cur, "update_gate", name=f"queue:{queue}", tokens=allowed.tokens[queue] - used, now=now)
         return decided.start, self._hold(cur, decided.held, now)
@@ -90,12 +97,13 @@ class LimitsSql:
         for job, due in held:
             by_due[ceil_due(due)].append(job.id)
         for due, ids in by_due.items():
-            self.run(cur, "hold_jobs", due=due, now=now, ids=ids)
+            for part in chunks(ids):
+                self.run(cur, "hold_jobs", due=due, now=now, ids=part)
         ids = [job.id for job, _ in held]
-        known = {row[0] for row in self.run(cur, "limited_of", ids=ids).fetchall()}
+        known = {row[0] for part in chunks(ids) for row in self.run(cur, "limited_of", ids=part).fetchall()}
         for job, _ in held:
             if job.id not in known:
-                self.run(cur, "insert_limited", job_id=job.id, queue=job.queue, lkey=job.key, now=now)
+                self.run(cur, "insert_limited", job_id=job.id, queue=job.queue, lkey=job.key, held=1, now=now)
         return [(job.id, job.queue, ceil_due(due), job.priority) for job, due in held]
 
     def waiting_on_limits(self) -> dict[str, int]:
@@ -105,7 +113,6 @@ class LimitsSql:
     def forget_limited(self, limit: int = 1000) -> int:
         def forget(cur: Any) -> int:
             ids = [row[0] for row in self.run(cur, "ended_limited", limit=limit).fetchall()]
-            if ids:
-                self.run(cur, "forget_limited_of", ids=ids)
-            return len(ids)
+            # the delete asks again: a job retried and started meanwhile has its row written anew, and keeps it
+            return self.run(cur, "forget_ended_limited", ids=ids).rowcount if ids else 0
         return self.retried(forget)

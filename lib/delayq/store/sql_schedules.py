@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from ..jobs import JobSpec
@@ -40,6 +41,11 @@ class SchedulesSql:
                 found = self.run(cur, "job_status", id=last_job).fetchone()
                 status = found[0] if found else None
             decided = plan(State(float(last_slot), last_job, status, paused_at is not None))
+            if decided.run:     # a slot someone already ran (its row restored or edited by hand) runs no second job
+                taken = {int(row[0]) for row in self.run(cur, "taken_slots", name=name,
+                                                          slots=list(decided.run)).fetchall()}
+                if taken:
+                    decided = replace(decided, run=tuple(s for s in decided.run if s not in taken))
             inserted: list[Inserted] = []
             if decided.run:
                 inserted = self._insert_all(cur, jobs(list(decided.run)), now, index_pending, self.returning)

@@ -114,8 +114,9 @@ UPDATE {jobs} {scan_by_id} SET status = 'running', claim_token = :token,
 WHERE id IN (:ids) AND status = 'pending' AND limit_key IS NULL AND queue NOT IN (:limited)
 
 -- name: start_limited
--- The same for jobs a limit governs, once the gates let them start.
-UPDATE {jobs} SET status = 'running', claim_token = :token, lease_until = :now + COALESCE(lease_seconds, :lease),
+-- The same for jobs a limit governs, once the gates let them start (by the primary key: SQLite's planner would
+-- otherwise walk by_claim's pending rows).
+UPDATE {jobs} {scan_by_id} SET status = 'running', claim_token = :token, lease_until = :now + COALESCE(lease_seconds, :lease),
   started_at = CASE WHEN at_most_once = 1 THEN NULL ELSE :now END, updated_at = :now, attempts = attempts + 1
 WHERE id IN (:ids) AND status = 'pending'
 
@@ -617,6 +618,10 @@ INSERT INTO {schedules} (name, last_slot, created_at, updated_at) VALUES (:name,
 -- One job's status (none: purged).
 SELECT status FROM {jobs} WHERE id = :id
 
+-- name: taken_slots
+-- Of some slots, those that already have their job.
+SELECT slot FROM {slots} WHERE schedule = :name AND slot IN (:slots)
+
 -- name: insert_slot
 -- A slot run, with its job: the primary key (schedule, slot) refuses a second.
 INSERT INTO {slots} (schedule, slot, job_id) VALUES (:name, :slot, :job_id)
@@ -651,7 +656,7 @@ DELETE FROM {slots} WHERE slot < :before
 
 -- name: pending_limited
 -- Of some claimed ids, the pending jobs start_jobs left alone: those a limit governs, with what governs them.
-SELECT id, queue, priority, limit_key, limit_max FROM {jobs} WHERE id IN (:ids) AND status = 'pending'
+SELECT id, queue, priority, limit_key, limit_max FROM {jobs} {scan_by_id} WHERE id IN (:ids) AND status = 'pending'
 
 -- name: lock_gate
 -- A gate's row, locked: a queue's bucket of tokens, or the lock row of some keys.
@@ -676,7 +681,7 @@ WHERE l.lkey = :key AND j.status = 'running' AND j.lease_until > :now
 
 -- name: hold_jobs
 -- Jobs a gate held back: due again at :due (not started, no attempt counted), out of the way of those behind them.
-UPDATE {jobs} SET due_at = :due, updated_at = :now WHERE id IN (:ids) AND status = 'pending'
+UPDATE {jobs} {scan_by_id} SET due_at = :due, updated_at = :now WHERE id IN (:ids) AND status = 'pending'
 
 -- name: limited_of
 -- Which of some jobs have a row of the limits already.
@@ -687,15 +692,20 @@ SELECT job_id FROM {limited} WHERE job_id IN (:ids)
 DELETE FROM {limited} WHERE job_id IN (:ids)
 
 -- name: insert_limited
--- A job a limit touched: held back, or started under its key.
-INSERT INTO {limited} (job_id, queue, lkey, since) VALUES (:job_id, :queue, :lkey, :now)
+-- A job a limit touched: held back (:held = 1), or started under its key (0).
+INSERT INTO {limited} (job_id, queue, lkey, held, since) VALUES (:job_id, :queue, :lkey, :held, :now)
 
 -- name: waiting_on_limits
 -- Per queue: the pending jobs a limit held back (not started since).
-SELECT l.queue, COUNT(*) FROM {limited} l JOIN {jobs} j ON j.id = l.job_id WHERE j.status = 'pending'
+SELECT l.queue, COUNT(*) FROM {limited} l JOIN {jobs} j ON j.id = l.job_id WHERE l.held = 1 AND j.status = 'pending'
 GROUP BY l.queue
 
 -- name: ended_limited
 -- Rows of jobs that ended (or were purged): compensate drops them, a page at a time.
 SELECT l.job_id FROM {limited} l LEFT JOIN {jobs} j ON j.id = l.job_id
 WHERE j.id IS NULL OR j.status NOT IN ('pending', 'running') LIMIT :limit
+
+-- name: forget_ended_limited
+-- Those rows, unless their job is pending or running again by now (retried and started meanwhile).
+DELETE FROM {limited} WHERE job_id IN (:ids)
+  AND job_id NOT IN (SELECT id FROM {jobs} WHERE id IN (:ids) AND status IN ('pending', 'running'))
