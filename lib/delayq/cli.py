@@ -152,6 +152,14 @@ def finite(data: Any) -> Any:
     return data
 
 
+def table(columns: Sequence[str], rows: list[list[str]], empty: str) -> str:
+    """Rows under their column names, each column as wide as its widest cell; `empty` (a line) when there are none."""
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines if rows else [*lines, empty])
+
+
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps(finite(data), ensure_ascii=False, default=str))

@@ -60,9 +60,11 @@ class Scheduler:
     def look(self, schedule: Schedule, now: float) -> int:
         """One transaction: take what came due of one schedule (schedules.plan decides, under the row's lock)."""
         manager = self.manager
+        written: list[JobSpec] = []
 
         def jobs(slots: list[int]) -> list[JobSpec]:
-            return [replace(manager.validate(schedule.job(slot), now), due_at=float(slot)) for slot in slots]
+            written[:] = [replace(manager.validate(schedule.job(slot), now), due_at=float(slot)) for slot in slots]
+            return written
 
         def decide(state: State) -> Plan:
             return schedules.plan(schedule, state, now)
@@ -70,8 +72,7 @@ class Scheduler:
         decided, inserted = manager.store.take_slots(schedule.name, decide, jobs, now, now,
                                                      manager.index.follows_commit)
         if inserted and manager.index.follows_commit:
-            queue, priority = self._placement(schedule, now)
-            manager.index.add([(job.id, queue, job.due_at, priority) for job in inserted])
+            manager.index.add([(job.id, spec.queue, job.due_at, spec.priority) for job, spec in zip(inserted, written)])
             manager.store.outbox_done([job.id for job in inserted])
         self.ran += len(inserted)
         self.skipped += decided.skipped
@@ -87,10 +88,6 @@ class Scheduler:
             log.info("schedule=%s missed=%d (due while no runner ran; catch_up=%s)", schedule.name, decided.missed,
                      schedule.catch_up)
         return len(inserted)
-
-    def _placement(self, schedule: Schedule, now: float) -> tuple[str, int]:
-        spec = self.manager.validate(schedule.job(int(now)), now)
-        return spec.queue, spec.priority
 
     # -- a thread of its own (a runner without worker processes) ---------------------------------
     def start(self, every: float = 0.5) -> "Scheduler":

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping
 from zoneinfo import ZoneInfo
 
 from . import validate
-from .cron import Cron, Every, zone  # noqa: F401  (zone: the commands read a slot in its zone)
+from .cron import Cron, Every, zone
 from .errors import CallableRefused, DelayqError, InvalidInput
 from .registry import check_name, is_allowed, name_of
 
@@ -87,6 +88,16 @@ def slot_text(slot: int, tz: ZoneInfo) -> str:
     return datetime.fromtimestamp(slot, tz).isoformat()
 
 
+def shown_slot(slot: int | None, tz: str | None) -> str | None:
+    """A slot as operators read it: in its schedule's zone (as its jobs' ext shows it), in local time for a schedule
+    removed from the code (its zone is no longer known); None for none."""
+    if slot is None:
+        return None
+    if tz:
+        return slot_text(slot, zone(tz))
+    return datetime.fromtimestamp(slot).astimezone().isoformat()
+
+
 def schedule(name: str, call: str | Callable[..., Any], *, cron: str | None = None, every: Any = None,
              tz: str = "UTC", args: Mapping[str, Any] | None = None, overlap: bool = False,
              catch_up: str = "latest", catch_up_limit: int = 10, **options: Any) -> Schedule:
@@ -120,8 +131,6 @@ def schedule(name: str, call: str | Callable[..., Any], *, cron: str | None = No
 
 
 def _caller_module() -> str:
-    import sys
-
     frame = sys._getframe(2)
     return str(frame.f_globals.get("__name__", ""))
 

@@ -158,6 +158,17 @@ def screenshot(driver, site: Site, name: str) -> None:
         shutil.copyfile(path, os.path.join(DOCS_IMG, f"dashboard-{name}.png"))
 
 
+def screenshots(driver, site: Site, name: str) -> None:
+    """The page as it is, light and then dark (prefers-color-scheme emulated, then put back)."""
+    screenshot(driver, site, name)
+    try:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                               {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        screenshot(driver, site, f"{name}-dark")
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
 def test_find_a_failed_job_by_business_key_see_its_traceback_retry_it_and_see_it_succeed(browser, site):
     key = f"order:{secrets.token_hex(3)}"
     job = site.manager.enqueue(FLAKY, {"order_id": 7, "fail_times": 1}, ext=key, max_attempts=1).id
@@ -213,13 +224,7 @@ def test_tick_rows_of_a_search_and_cancel_just_those(browser, site):
     assert "5 job(s) match" in text_of(browser, "total")
     for job in ids[1:3]:
         browser.find_element("css selector", f'input.pick[value="{job}"]').click()
-    screenshot(browser, site, "jobs-selection")
-    try:
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
-                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
-        screenshot(browser, site, "jobs-selection-dark")
-    finally:
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    screenshots(browser, site, "jobs-selection")
     browser.find_element("id", "pick-cancel").click()
     until_page(browser, lambda d: d.find_elements("id", "preview"))
     assert browser.find_element("id", "confirm").text == "Cancel 2 job(s)"
@@ -387,13 +392,7 @@ def test_the_schedules_with_their_last_jobs_and_a_pause(browser, site):
     browser.find_element("css selector", f"{row} button.pause").click()
     until_page(browser, lambda d: "paused schedule nightly-report" in flash(d))
     assert "paused" in browser.find_element("css selector", f"{row} td.state").text
-    screenshot(browser, site, "schedules")
-    try:
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
-                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
-        screenshot(browser, site, "schedules-dark")
-    finally:
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    screenshots(browser, site, "schedules")
     browser.find_element("css selector", f"{row} td.last-job a.job-link").click()
     until_page(browser, lambda d: d.find_elements("id", "job-schedule"))
     assert text_of(browser, "job-ext").startswith("schedule:nightly-report:2")

@@ -3,8 +3,6 @@ pause or resume one."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from .. import app, cli, scheduler, schedules
 from ..errors import InvalidInput
 
@@ -47,28 +45,16 @@ def execute(args, settings) -> int:
 def _data(entry: dict) -> dict:
     shown = dict(entry)
     for key in ("next_slot", "last_slot", "paused_at", "last_finished_at"):
-        shown[key] = _at(entry[key], entry) if key.endswith("slot") else cli.when(entry[key])
+        shown[key] = schedules.shown_slot(entry[key], entry["tz"]) if key.endswith("slot") else cli.when(entry[key])
     return shown
-
-
-def _at(slot: int | None, entry: dict) -> str | None:
-    """A slot in the schedule's own zone (as its jobs' ext shows it); the local zone for one removed from the code."""
-    if slot is None:
-        return None
-    if entry["tz"]:
-        return schedules.slot_text(slot, schedules.zone(entry["tz"]))
-    return datetime.fromtimestamp(slot).astimezone().isoformat()
 
 
 def table(found: list[dict]) -> str:
     rows = []
     for e in found:
         last_job = "" if e["last_job"] is None else f"{e['last_job']} {e['last_status'] or 'purged'}"
-        next_slot = "removed from the code" if not e["declared"] else "paused" if e["paused"] else _at(e["next_slot"], e)
-        rows.append([e["name"], e["rule"] or "", e["tz"] or "", next_slot or "", _at(e["last_slot"], e) or "",
+        next_slot = "removed from the code" if not e["declared"] else "paused" if e["paused"] else schedules.shown_slot(e["next_slot"], e["tz"])
+        rows.append([e["name"], e["rule"] or "", e["tz"] or "", next_slot or "", schedules.shown_slot(e["last_slot"], e["tz"]) or "",
                      last_job, str(e["ran"]), str(e["skipped"]), str(e["missed"])])
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.ljust(width) for c, width in zip(COLUMNS, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(width) for v, width in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines) if rows else lines[0] + "\n(no schedule: declare them with delayq.schedule(...) in the " \
-                                                   "modules named in DELAYQ_SCHEDULE_MODULES)"
+    return cli.table(COLUMNS, rows, "(no schedule: declare them with delayq.schedule(...) in the modules named in "
+                                    "DELAYQ_SCHEDULE_MODULES)")

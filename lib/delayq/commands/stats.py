@@ -123,10 +123,7 @@ def table(stats: dict[str, dict]) -> str:
              str(s["counts"]["failed"]), str(s["due_now"]), f"{s['oldest_due_lag_s']:.1f}", str(s["succeeded_1m"]),
              str(s["succeeded_1h"]), str(s["errors_1m"]), str(s["errors_1h"]), _num(s["lateness_avg_s"]),
              _num(s["lateness_max_s"]), s["next_due"] or "-"] for q, s in sorted(stats.items())]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines) if rows else lines[0] + "\n(no jobs)"
+    return cli.table(COLUMNS, rows, "(no jobs)")
 
 
 def footer(stats: dict[str, dict], workers: dict[str, int]) -> str:

@@ -38,10 +38,7 @@ def _data(w, now: float) -> dict:
 def table(found: list, now: float) -> str:
     rows = [[_state(w), w.host, str(w.pid), ",".join(w.queues), str(w.concurrency), cli.when(w.started_at) or "",
              f"{ago(w.quiet_for)} ago", _running(w, now)] for w in found]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.ljust(width) for c, width in zip(COLUMNS, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(width) for v, width in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines) if rows else lines[0] + "\n(no runner matches: none has beaten in the time shown)"
+    return cli.table(COLUMNS, rows, "(no runner matches: none has beaten in the time shown)")
 
 
 def _state(w) -> str:

@@ -36,8 +36,7 @@ class LimitsSql:
         """The claimed jobs start_jobs left pending that a limit governs: start those the gates let through; the
         others are held (due again later). Returns (ids started, held)."""
         rows = {row[0]: row for part in chunks(list(ids)) for row in self.run(cur, "pending_limited", ids=part).fetchall()}
-        candidates = [Candidate(job_id, queue, priority, key, most) for job_id in ids if job_id in rows
-                      for _, queue, priority, key, most in [rows[job_id]]]
+        candidates = [Candidate(*rows[job_id]) for job_id in ids if job_id in rows]   # in the claim's order
         if not candidates:
             return [], []
         limited = {c.queue for c in candidates if c.queue in self.queue_limits}

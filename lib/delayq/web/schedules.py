@@ -5,7 +5,6 @@ imports them; one that cannot be is one message on the page."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from flask import Flask, current_app, render_template
@@ -42,13 +41,8 @@ def page() -> Any:
 
 
 def slot(at: int | None, tz: str | None) -> str:
-    """A slot in the schedule's own zone, as its jobs' business keys show it (2026-11-27T02:30:00+01:00); in local
-    time for a schedule removed from the code (its zone is no longer known)."""
-    if at is None:
-        return "-"
-    if tz:
-        return schedules.slot_text(at, schedules.zone(tz))
-    return datetime.fromtimestamp(at).astimezone().isoformat()
+    """A slot as its jobs' business keys show it (schedules.shown_slot), "-" for none."""
+    return schedules.shown_slot(at, tz) or "-"
 
 
 def of_job(ext: str | None) -> str | None:
