@@ -186,6 +186,28 @@ class _Topology:
         self.procs[port].wait(timeout=10)
         self.admin(port).connection_pool.disconnect()
 
+    def _lagging(self, master: int, replicas: list[int], lagging: Callable[[], object] | None) -> float:
+        """SIGKILL the master; return the time.monotonic() of the kill. With `lagging`, the master's replicas are
+        stopped (SIGSTOP) and their links closed by the master while lagging() runs, and the master is killed
+        before they go on (SIGCONT): what lagging() wrote reached the master only, acknowledged, and is lost with
+        it, as writes replication had not carried yet are when a master dies (Redis replicates asynchronously).
+        Stopping alone would not do: what the master sent waits in the stopped replica's socket buffer."""
+        if lagging is None:
+            start = time.monotonic()
+            self._kill(master)
+            return start
+        for port in replicas:
+            self.procs[port].send_signal(signal.SIGSTOP)
+        try:
+            self.admin(master).client_kill_filter(_type="replica")
+            lagging()
+            start = time.monotonic()
+            self._kill(master)
+        finally:
+            for port in replicas:
+                self.procs[port].send_signal(signal.SIGCONT)
+        return start
+
     def restart(self, port: int) -> None:
         """Start a process we killed again, with the same arguments; it rejoins as a replica."""
         if self.alive(port):
@@ -328,14 +350,15 @@ class Cluster(_Topology):
                                    for p in self.ports if self.alive(p)) and self._ok()
         wait_for(moved, timeout, f"a new master for {slot_or_key!r} on every node (logs in {self.dir})")
 
-    def kill_master(self, slot_or_key: int | str | bytes, timeout: float = 30) -> float:
+    def kill_master(self, slot_or_key: int | str | bytes, timeout: float = 30,
+                    lagging: Callable[[], object] | None = None) -> float:
         """SIGKILL the master serving a slot or key; return seconds until every live node sees its replica
-        as the slot's master and says cluster_state:ok."""
+        as the slot's master and says cluster_state:ok. `lagging`: see _Topology._lagging."""
         old = self.owner(slot_or_key)
-        if not self.replicas_of(old):
+        replicas = self.replicas_of(old)
+        if not replicas:
             raise TopologyError(f"the master on {old} has no live replica to take over")
-        start = time.monotonic()
-        self._kill(old)
+        start = self._lagging(old, replicas, lagging)
         self._wait_moved(old, slot_or_key, timeout)
         return time.monotonic() - start
 
@@ -465,11 +488,11 @@ class Sentinel(_Topology):
                  f"{port} back as a replica (logs in {self.dir})")
         return time.monotonic() - start
 
-    def kill_master(self, timeout: float = 30) -> float:
-        """SIGKILL the master; return seconds until every sentinel reports a replica, now master, in its place."""
+    def kill_master(self, timeout: float = 30, lagging: Callable[[], object] | None = None) -> float:
+        """SIGKILL the master; return seconds until every sentinel reports a replica, now master, in its place.
+        `lagging`: see _Topology._lagging."""
         old = self.master_address()[1]
-        start = time.monotonic()
-        self._kill(old)
+        start = self._lagging(old, [p for p in self.replica_ports if self.alive(p)], lagging)
         self._wait_switched(old, timeout)
         return time.monotonic() - start
 

@@ -11,6 +11,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from ..errors import BackendError
+from ..redis_urls import CLUSTER
 from .base import Entry
 from .redis_base import MAX_PER_CALL, RedisBase, _by_queue, _chunks, score
 
@@ -94,16 +95,27 @@ class RedisRebuild(RedisBase):
         self._call(lambda: self.r.set("{" + self.prefix + "}:checked", str(int(job_id))))
 
     def rebuild_due(self, every: float) -> bool:
-        # A marker that FLUSHALL or an eviction wipes together with the sets, so a lost index is rebuilt at once;
-        # a client that rode over a failover deletes it too. The marker's value makes a repeated SET (its first
-        # reply lost) still say that this run won.
+        # A marker that FLUSHALL, a restart or an eviction wipes together with the sets, so a lost index is
+        # rebuilt at once; it names the masters it was written under, so a failover (a replica promoted, which
+        # may lack writes its old master acknowledged, and keeps the marker it copied) is rebuilt at once too,
+        # even when no client saw the failover (marker.lua). A client that rode over one deletes it as well.
         mine = secrets.token_hex(8)
 
         def claim_marker() -> bool:
-            if self.r.set(self._marker(), mine, nx=True, ex=max(1, int(every))):
-                return True
-            return self.r.get(self._marker()) == mine.encode()
+            client = self.r         # connected, its scripts loaded
+            return bool(self._scripts["marker"](keys=[self._marker()], client=client,
+                                                args=[mine, ",".join(self.masters()), max(1, int(every))]))
         return self._call(claim_marker)
+
+    def masters(self) -> list[str]:
+        """The run_id of every master holding this index, sorted: one server's, a Sentinel set's current
+        master's, every primary of a cluster (a run_id is new with each process: a restart changes it too)."""
+        if self.target.form == CLUSTER:
+            infos = self.r.info("server", target_nodes=self.r.PRIMARIES)
+            if "run_id" in infos:          # redis-py answers one node's INFO without the node's name
+                infos = {"one": infos}
+            return sorted(info["run_id"] for info in infos.values())
+        return [self.r.info("server")["run_id"]]
 
     def rebuild_failed(self) -> None:
         try:
