@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from . import validate
 from .clock import Clock
 from .store import Store
+from .reports import COUNT_EVERY, LIVE_UPTO
 from .store.base import ROLLUP
 from .workers import Worker
 
@@ -90,6 +91,12 @@ class Control:
             return 0
         self.store.mark_alerted([job["id"] for job in jobs], self.clock.now())
         return len(jobs)
+
+    def count_jobs(self, budget: float = 5.0) -> int:
+        """Count the queues' big groups (more than reports.LIVE_UPTO jobs of one status) whose count is a minute
+        old or missing, for `budget` seconds at most (compensate, every run): what the overview and `delayq
+        stats` show for them. Returns the groups counted."""
+        return self.store.count_groups(self.clock.now(), LIVE_UPTO, COUNT_EVERY, budget)
 
     def roll_up(self, budget: float = 10.0) -> int:
         """The attempts of the 5-minute buckets that ended SETTLE seconds ago or more and are not rolled up yet,

@@ -28,6 +28,7 @@ from .jobs import PENDING
 
 if TYPE_CHECKING:
     from .manager import Manager
+    from .store.base import Group
 
 log = logging.getLogger(__name__)
 COUNTERS = (  # (metric, kind, name in the metrics rows as words.counted_as names them, help)
@@ -62,7 +63,7 @@ class Collector:
 
     def collect(self) -> Iterator[Metric]:
         try:
-            rows, (now, stats), workers, paused = (self.manager.reports.metrics(), self.manager.reports.stats(3600),
+            rows, (now, stats), workers, paused = (self.manager.reports.metrics(), self.manager.reports.queue_figures(),
                                                     self.manager.control.workers(), self.manager.control.paused_queues())
         except DelayqError as exc:
             log.warning("metrics: %s", exc)
@@ -119,17 +120,17 @@ def histograms(rows: list[tuple[str, str, str, int, float]]) -> Iterator[Metric]
         yield family
 
 
-def gauges(now: float, stats: list[tuple], workers: list, paused: dict) -> Iterator[Metric]:
+def gauges(now: float, stats: list[Group], workers: list, paused: dict) -> Iterator[Metric]:
     jobs = GaugeMetricFamily("delayq_jobs", "Jobs by queue and status, now.", labels=["queue", "status"])
     due = GaugeMetricFamily("delayq_due_now", "Pending jobs whose due time has come.", labels=["queue"])
     lag = GaugeMetricFamily("delayq_oldest_due_lag_seconds", "How late the oldest due job is (0 in a paused queue).",
                             labels=["queue"])
     counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(words.STATUSES, 0))
     waiting: dict[str, tuple[int, float]] = {}
-    for queue, status, count, due_now, oldest, *_ in stats:
-        counts[queue][words.shown(status)] = int(count)
-        if status == PENDING and due_now and queue not in paused:
-            waiting[queue] = (int(due_now), max(0.0, now - float(oldest)))
+    for g in stats:       # Group rows: a big group's count is compensate's, at most a minute or two old
+        counts[g.queue][words.shown(g.status)] += g.count
+        if g.status == PENDING and g.due_now and g.queue not in paused:
+            waiting[g.queue] = (g.due_now, max(0.0, now - float(g.oldest_due)))
     for queue, by_status in sorted(counts.items()):
         for status, n in by_status.items():
             jobs.add_metric([queue, status], n)

@@ -14,8 +14,10 @@ from .errors import InvalidInput, NotFound
 from .jobs import Attempt, Job
 from .search import MAX_PAGE, JobFilter
 from .store import Step, Store
-from .store.base import ROLLUP
+from .store.base import ROLLUP, Group
 
+LIVE_UPTO = 10_000     # jobs of one queue and status counted on every read; beyond, compensate's count (count_jobs)
+COUNT_EVERY = 60.0     # seconds between compensate's counts of a big group
 WINDOWS = {"1h": (3600, 60), "24h": (86400, 900), "7d": (7 * 86400, 3600)}   # the charts: (seconds, bucket)
 
 
@@ -94,10 +96,12 @@ class Reports:
         return self.store.failed_in_queue(queue, limit)
 
     # -- figures -----------------------------------------------------------------
-    def stats(self, since: float) -> tuple[float, list[tuple]]:
-        """(now, rows of ReportStore.stats) with `since` seconds back as the recent window."""
+    def queue_figures(self) -> tuple[float, list[Group]]:
+        """(now, per queue and status: how many jobs, and of the pending ones how many are due, the oldest due
+        time and the next): exact for groups of up to LIVE_UPTO jobs, compensate's last count for bigger ones
+        (Group.counted_at), the same cost at a thousand jobs as at ten million."""
         now = self.clock.now()
-        return now, self.store.stats(now, now - since)
+        return now, self.store.queue_figures(now, LIVE_UPTO)
 
     def recent_attempts(self) -> list[tuple]:
         """Rows of ReportStore.recent_attempts for the last minute and hour."""
@@ -107,12 +111,6 @@ class Reports:
     def metrics(self) -> list[tuple[str, str, str, int, float]]:
         """Rows of ReportStore.metrics: counters and histogram buckets derived from the database."""
         return self.store.metrics()
-
-    def queue_counts(self) -> tuple[float, list[tuple[str, str, int, int, float | None]]]:
-        """(now, rows (queue, status, count, due by now, earliest due)) for the pending, running and failed jobs:
-        the overview's cheap cousin of `stats`, which reads every row."""
-        now = self.clock.now()
-        return now, self.store.queue_counts(now)
 
     def waiting_on_limits(self) -> dict[str, int]:
         """queue -> pending jobs a rate or concurrency limit held back (limits.py)."""

@@ -188,8 +188,8 @@ class Harness:
 
     def _queues(self) -> list[str]:
         """The queues that hold a pending job."""
-        _, rows = self.manager.reports.queue_counts()
-        return sorted({queue for queue, status, *_ in rows if status == PENDING})
+        _, groups = self.manager.reports.queue_figures()
+        return sorted({g.queue for g in groups if g.status == PENDING})
 
     def _enqueued(self, inserted: Iterable[Inserted]) -> None:
         """Inline: the new jobs due now, then what is due run."""

@@ -182,8 +182,9 @@ def _maintenance_and_reports(store) -> None:
     alerts = store.alerts_due(10)
     assert alerts and json.dumps(alerts)
     store.mark_alerted([a["id"] for a in alerts], NOW)
-    rows = store.stats(NOW, NOW - 60)
-    assert {(queue, status) for queue, status, *_ in rows} >= {("c", SUCCEEDED), ("c", FAILED)}
+    rows = store.queue_figures(NOW, 1)
+    assert {(g.queue, g.status) for g in rows} >= {("c", SUCCEEDED), ("c", FAILED)}
+    assert store.count_groups(NOW, 1, 60, 5) >= 0 and store.queue_figures(NOW, 1)
     everything = JobFilter(ids=(kept.id,), queues=("o",), statuses=(PENDING,), call="examples.shop:noop",
                            ext_prefix=None, since=NOW - 1, until=NOW + 1, time_field="due")
     assert [j["id"] for j in store.search(everything, None, 10)] == [kept.id]
@@ -205,7 +206,7 @@ def _maintenance_and_reports(store) -> None:
     assert store.workers() and store.forget_workers(NOW + 1) >= 1
     [later] = store.insert_jobs([spec(queue="m", due_at=NOW + 3600)], NOW)
     assert store.make_due(later.id, NOW) and store.get(later.id).due_at == NOW
-    counts = {(queue, status): n for queue, status, n, _, _ in store.queue_counts(NOW)}
+    counts = {(g.queue, g.status): g.count for g in store.queue_figures(NOW, 10_000)}
     assert counts[("m", PENDING)] == 1
     assert {row[1] for row in store.attempts_per_bucket(NOW - 3600, NOW - 3600, NOW + 3600, 60)} >= {"failed"}
     t0 = NOW - NOW % 300 - 3600

@@ -500,8 +500,8 @@ def test_reports(store):
     store.finish([Outcome(failed, FAILED, NOW, NOW, "x")], NOW)
     assert [r["ext"] for r in store.list_jobs(None, None, "a_b", 10)] == ["a_b%1"]     # _ and % are literal
     assert store.live_queues_like("~%") == ["~tube"] and store.failed_in_queue("q", 5) == [failed.id]
-    counts = {(queue, status): count for queue, status, count, *_ in store.stats(NOW, NOW - 60)}
-    assert counts[("default", PENDING)] == 2 and counts[("q", FAILED)] == 1
+    counts = {(g.queue, g.status): g.count for g in store.queue_figures(NOW, 10_000)}
+    assert counts == {("default", PENDING): 2, ("q", FAILED): 1, ("~tube", PENDING): 1}
 
 
 def test_search_keys_page_newest_first_by_key_with_or_without_the_filter_s_index(store):
@@ -591,14 +591,37 @@ def test_roll_ups_of_the_same_buckets_at_once_on_two_hosts_count_each_attempt_on
                                                                                               (1, SUCCEEDED, 3)]
 
 
-def test_queue_counts_cover_the_pending_running_and_failed_jobs_only(store):
-    store.insert_jobs([spec(queue="c", due_at=NOW - 5), spec(queue="c", due_at=NOW + 50)], NOW)
+def test_queue_figures_count_each_status_and_what_is_due_across_priorities(store):
+    store.insert_jobs([spec(queue="c", due_at=NOW - 5), spec(queue="c", due_at=NOW + 50),
+                       spec(queue="c", due_at=NOW - 9, priority=5), spec(queue="c", due_at=NOW + 20, priority=-3)], NOW)
     started(store, queue="c", due_at=NOW - 1)
     ran(store, FAILED, queue="c", due_at=NOW - 2)
     ran(store, queue="c")
     store.cancel_ids([store.insert_jobs([spec(queue="c")], NOW)[0].id], NOW)
-    rows = {(queue, status): rest for queue, status, *rest in store.queue_counts(NOW) if queue == "c"}
-    assert rows == {("c", PENDING): [2, 1, NOW - 5], ("c", RUNNING): [1, 1, NOW - 1], ("c", FAILED): [1, 1, NOW - 2]}
+    groups = {g.status: g for g in store.queue_figures(NOW, 10_000) if g.queue == "c"}
+    assert {status: g.count for status, g in groups.items()} == {PENDING: 4, RUNNING: 1, FAILED: 1, SUCCEEDED: 1,
+                                                                  CANCELLED: 1}
+    pending = groups[PENDING]
+    assert (pending.due_now, pending.oldest_due, pending.next_due) == (2, NOW - 9, NOW + 20)
+    assert all(g.counted_at is None and not g.at_least for g in groups.values())
+
+
+def test_a_group_too_big_to_count_live_shows_compensate_s_count_and_when(store):
+    ids = [r.id for r in store.insert_jobs([spec(queue="big", due_at=NOW - i) for i in range(6)], NOW)]
+    [g] = store.queue_figures(NOW, 3)
+    assert (g.count, g.at_least, g.counted_at, g.due_now) == (4, True, None, 4)   # more than 3, so far
+    assert store.count_groups(NOW, 3, 60, 5) == 1
+    [g] = store.queue_figures(NOW + 1, 3)
+    assert (g.count, g.at_least, g.counted_at, g.due_now) == (6, False, NOW, 4)   # compensate's count, and when
+    assert g.oldest_due == NOW - 5                                                 # due figures stay live
+    assert store.count_groups(NOW + 30, 3, 60, 5) == 0                             # a minute between counts
+    store.cancel_ids(ids[:4], NOW + 31)
+    assert {(g.status, g.count, g.counted_at) for g in store.queue_figures(NOW + 31, 3)} == {
+        (PENDING, 6, NOW), (CANCELLED, 4, None)}                                   # stale until counted again
+    assert store.count_groups(NOW + 61, 3, 60, 5) == 1        # the cancelled group is big now; pending is forgotten
+    assert {(g.status, g.count, g.counted_at) for g in store.queue_figures(NOW + 62, 3)} == {
+        (PENDING, 2, None), (CANCELLED, 4, NOW + 61)}
+    assert store.count_groups(NOW + 62, 3, 60, 0) == 0                             # no time: nothing counted
 
 
 def test_metrics_count_attempts_and_jobs_and_never_go_down_when_rows_are_purged(store):

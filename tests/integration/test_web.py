@@ -57,16 +57,17 @@ def test_activity_counts_attempts_per_minute_by_outcome_over_the_last_hour(q, cl
     assert sum(series["succeeded"]) == 3 and len(series["succeeded"]) == 61
 
 
-def test_queue_counts_cover_live_and_failed_jobs_only(q, clock):
+def test_queue_figures_cover_every_status_with_what_is_due(q, clock):
     q.enqueue(NOOP, queue="sms")
     q.enqueue(NOOP, queue="sms", delay=600)
     q.enqueue(FAILS, {"order_id": 1}, queue="erp")
     q.enqueue(NOOP, queue="done")
     run(q, ["erp", "done"])
     clock.advance(1)
-    now, rows = q.reports.queue_counts()
+    now, rows = q.reports.queue_figures()
     assert now == clock.now()
-    assert sorted(rows) == [("erp", "failed", 1, 1, clock.now() - 1), ("sms", "pending", 2, 1, clock.now() - 1)]
+    assert sorted(rows) == [("done", "succeeded", 1, 0, None, None, None, False), ("erp", "failed", 1, 0, None, None,
+                            None, False), ("sms", "pending", 2, 1, clock.now() - 1, clock.now() + 599, None, False)]
 
 
 def test_audit_rows_are_kept_newest_first_and_paged(q, clock):

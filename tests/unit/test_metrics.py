@@ -9,6 +9,7 @@ from delayq.commands import _filters, cancel, pause, resume
 from delayq.errors import InvalidInput
 from delayq.search import JobFilter
 from delayq.store import queries
+from delayq.store.base import Group
 
 
 def test_the_sql_buckets_are_the_collectors_bounds():
@@ -61,7 +62,7 @@ def test_a_run_that_timed_out_counts_as_timed_out_and_as_its_failure_and_a_deadl
         {"timed_out": 3, "expired": 4, "retried": 3, "failed": 2}
     outcomes = {dict(labels)["outcome"]: n for labels, n in counted["delayq_attempts"].items()}
     assert outcomes == {"timed_out": 3, "expired": 4, "retry": 1, "failed": 1}     # each attempt once, as shown
-    gauges = metrics.gauges(0.0, [("q", "timed_out", 4, 0, None)], [], {})
+    gauges = metrics.gauges(0.0, [Group("q", "timed_out", 4)], [], {})
     jobs = {tuple(sorted(s.labels.items())): s.value for f in gauges if f.name == "delayq_jobs" for s in f.samples}
     assert jobs[(("queue", "q"), ("status", "expired"))] == 4 and (("queue", "q"), ("status", "timed_out")) not in jobs
 

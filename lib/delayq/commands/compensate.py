@@ -47,6 +47,7 @@ def execute(args, settings) -> int:
     alerter = app.alerter(settings)     # after recovery: a bad alert setting never blocks it
     alerted = manager.control.send_alerts(alerter) if alerter else 0
     rolled = manager.control.roll_up()      # the dashboard's 24-hour and 7-day charts
+    counted = manager.control.count_jobs()  # the queues' big groups, for the overview and `delayq stats`
     scheduler.forget(manager)               # schedules' slot rows older than 8 days
     forget_until = time.monotonic() + 5     # the limits' rows of jobs that ended: pages of 1,000, 5 s at most
     while manager.store.forget_limited() >= 1000 and time.monotonic() < forget_until:
@@ -54,6 +55,6 @@ def execute(args, settings) -> int:
     data = {"from_ledgers": len(settled), "requeued": sum(1 for r in recovered if r.status == "pending"),
             "failed": sum(1 for r in recovered if r.status == "failed"),
             "restored": rebuilt.restored + stranded, "dropped": rebuilt.dropped, "scanned": rebuilt.scanned,
-            "alerted": alerted, "rolled_up": rolled, "seconds": round(time.monotonic() - started, 3)}
+            "alerted": alerted, "rolled_up": rolled, "counted": counted, "seconds": round(time.monotonic() - started, 3)}
     cli.emit(args, data, f"{args.prog}: " + " ".join(f"{k}={v}" for k, v in data.items()))
     return 0

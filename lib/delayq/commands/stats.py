@@ -8,6 +8,7 @@ import sys
 from .. import app, cli, jobs, metrics, words
 from ..config import describe
 from ..errors import InvalidInput
+from ..reports import LIVE_UPTO
 
 HOUR = 3600.0
 FAILED_ATTEMPT = ("retry", "failed", "timed_out", "expired", "interrupted")   # an attempt that did not do its work
@@ -19,19 +20,22 @@ COLUMNS = ("queue", "pending", "running", "failed", "due_now", "lag_s", "ok_1m",
 def gather(manager) -> dict[str, dict]:
     """queue -> counts by status, due now, oldest due lag (0 when paused), next due, outcomes of the last minute
     and hour from the attempts (a retried job's failure still counts), lateness, paused."""
-    now, rows = manager.reports.stats(HOUR)
+    now, groups = manager.reports.queue_figures()
     paused = manager.control.paused_queues()
     queues: dict[str, dict] = {}
-    for queue, status, count, due_now, oldest, upcoming, _ in rows:
-        q = _queue(queues, queue, paused)
-        q["counts"][words.shown(status)] = int(count)
-        if status == jobs.PENDING:
+    for g in groups:
+        q = _queue(queues, g.queue, paused)
+        q["counts"][words.shown(g.status)] += g.count
+        if g.counted_at is not None:        # a big group: compensate's count, made then
+            q["counted_at"][words.shown(g.status)] = g.counted_at
+        elif g.at_least:
+            q["counted_at"][words.shown(g.status)] = None
+        if g.status == jobs.PENDING:
             # cli.number: a due time edited by hand into text, inf or 1e300 gives an inf or nan lag, never a crash
-            q["due_now"] = int(due_now or 0)
-            late = now - cli.number(oldest) if q["due_now"] and not q["paused"] else 0.0
+            q["due_now"] = g.due_now
+            late = now - cli.number(g.oldest_due) if g.due_now and not q["paused"] else 0.0
             q["oldest_due_lag_s"] = round(max(0.0, late), 3)
-            q["oldest_due"] = None if oldest is None else float(oldest)
-            q["next_due"] = None if upcoming is None else float(upcoming)
+            q["oldest_due"], q["next_due"] = g.oldest_due, g.next_due
     for queue, outcome, hour, minute, late_avg, late_max in manager.reports.recent_attempts():
         q = _queue(queues, queue or "", paused)
         names = words.counted_as(outcome)       # a run that timed out counts as timed_out and as retry or failed
@@ -55,7 +59,7 @@ def gather(manager) -> dict[str, dict]:
 
 def _queue(queues: dict[str, dict], queue: str, paused: dict) -> dict:
     if queue not in queues:
-        queues[queue] = {"counts": dict.fromkeys(words.STATUSES, 0), "due_now": 0, "oldest_due_lag_s": 0.0,
+        queues[queue] = {"counts": dict.fromkeys(words.STATUSES, 0), "counted_at": {}, "due_now": 0, "oldest_due_lag_s": 0.0,
                          "oldest_due": None, "next_due": None, "paused": queue in paused,
                          "paused_since": paused[queue][0] if queue in paused else None,
                          "paused_reason": paused[queue][1] if queue in paused else None,
@@ -108,8 +112,9 @@ def show(args, manager, settings) -> int:
     if args.prom:
         metrics.write_textfile(args.prom, manager)
     runners = manager.control.workers()
-    shown = {q: {k: (cli.when(v) if k in ("next_due", "oldest_due", "paused_since") else v) for k, v in s.items()
-                 if not k.startswith("_")} for q, s in stats.items()}
+    shown = {q: {k: (cli.when(v) if k in ("next_due", "oldest_due", "paused_since") else
+                     {status: cli.when(at) for status, at in v.items()} if k == "counted_at" else v)
+                 for k, v in s.items() if not k.startswith("_")} for q, s in stats.items()}
     data = {"time": cli.when(manager.clock.now()), "queues": shown,
             "workers": {state: sum(1 for w in runners if w.state == state) for state in ("live", "lost", "stopped")},
             "database": describe(settings.database_url), "prefix": settings.prefix}
@@ -119,8 +124,8 @@ def show(args, manager, settings) -> int:
 
 
 def table(stats: dict[str, dict]) -> str:
-    rows = [[q + (" (paused)" if s["paused"] else ""), str(s["counts"]["pending"]), str(s["counts"]["running"]),
-             str(s["counts"]["failed"]), str(s["due_now"]), f"{s['oldest_due_lag_s']:.1f}", str(s["succeeded_1m"]),
+    rows = [[q + (" (paused)" if s["paused"] else ""), *(_count(s, status) for status in ("pending", "running", "failed")),
+             _most(s["due_now"]), f"{s['oldest_due_lag_s']:.1f}", str(s["succeeded_1m"]),
              str(s["succeeded_1h"]), str(s["errors_1m"]), str(s["errors_1h"]), _num(s["lateness_avg_s"]),
              _num(s["lateness_max_s"]), s["next_due"] or "-"] for q, s in sorted(stats.items())]
     return cli.table(COLUMNS, rows, "(no jobs)")
@@ -135,7 +140,21 @@ def footer(stats: dict[str, dict], workers: dict[str, int]) -> str:
               for q, s in sorted(stats.items()) if s["rate_per_s"] or s["max_running"] or s["waiting_on_limit"]]
     lines.append(f"runners: {workers['live']} live, {workers['lost']} stopped beating, {workers['stopped']} stopped "
                  "(delayq workers)")
+    if any(s["counted_at"] or s["due_now"] > LIVE_UPTO for s in stats.values()):
+        lines.append(f"(~: compensate's count, at most a minute or two old, of a queue's jobs of one status above "
+                     f"{LIVE_UPTO:,}; >{LIVE_UPTO}: more than that, not counted yet)")
     return "\n".join(lines) + "\n(ok/err: attempts that succeeded / failed or were retried; late: start minus due, last hour)"
+
+
+def _count(s: dict, status: str) -> str:
+    """A count as the table shows it: exact, compensate's (~), or a floor (>10000)."""
+    if status not in s["counted_at"]:
+        return str(s["counts"][status])
+    return f"{s['counts'][status]}~" if s["counted_at"][status] is not None else f">{LIVE_UPTO}"
+
+
+def _most(n: int) -> str:
+    return f">{LIVE_UPTO}" if n > LIVE_UPTO else str(n)
 
 
 def _num(value: float | None) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from ..jobs import Attempt, Job, JobSpec, Outcome
 from ..limits import QueueLimit
@@ -41,6 +41,19 @@ class Inserted:
 class Cancelled:
     cancelled: list[tuple[int, str]]     # (id, queue) now cancelled
     untouched: list[tuple[int, str]]     # (id, status) not pending, so left alone
+
+
+class Group(NamedTuple):
+    """One queue's jobs of one status (ReportStore.queue_figures): how many, and for pending jobs what is due."""
+
+    queue: str
+    status: str
+    count: int
+    due_now: int = 0                  # pending jobs due by now, `most` + 1 meaning more than `most`
+    oldest_due: float | None = None   # the earliest pending due time
+    next_due: float | None = None     # the earliest pending due time after now
+    counted_at: float | None = None   # when compensate counted `count` (a group above `most`); None: counted now
+    at_least: bool = False            # `count` is a floor: the group grew past `most` since compensate counted it
 
 
 UNIQUE_TAKEN = "unique: another job with its queue and ext is live"     # why retry_ids skipped a unique job
@@ -305,6 +318,12 @@ class MaintenanceStore(ABC):
         once); buckets older than `keep` deleted. Returns the bucket rows written."""
 
     @abstractmethod
+    def count_groups(self, now: float, most: int, every: float, budget: float) -> int:
+        """Count the groups (queue, status) of more than `most` jobs whose count is missing or older than `every`
+        seconds, one statement each, for at most `budget` seconds (compensate); forget the counts of groups now
+        small. Returns the groups counted. What queue_figures reads for the big groups."""
+
+    @abstractmethod
     def retry_ids(self, ids: list[int], due_at: float, now: float, reset_attempts: bool, step: str | None) -> Changed:
         """Those of `ids` still failed back to pending at `due_at`, with their failed steps (or only `step`).
 
@@ -364,9 +383,11 @@ class ReportStore(ABC):
         included through the folded totals. One statement: one consistent read."""
 
     @abstractmethod
-    def stats(self, now: float, since: float) -> list[tuple]:
-        """Rows (queue, status, count, due by now, oldest pending due, next pending due after now,
-        finished since `since`): one full pass over the jobs table."""
+    def queue_figures(self, now: float, most: int) -> list[Group]:
+        """Per queue and status (groups with jobs only), how many jobs, and for pending ones how many are due by
+        `now`, the earliest due time and the next after `now`. One consistent read, whose cost does not grow with
+        the tables: groups of at most `most` jobs are counted from the indexes, bigger ones come from their last
+        count_groups() (a floor of `most` + 1 when they grew since); due jobs are counted up to `most` + 1."""
 
     @abstractmethod
     def list_jobs(self, status: str | None, queue: str | None, ext_prefix: str | None, limit: int) -> list[dict]:
@@ -379,11 +400,6 @@ class ReportStore(ABC):
     @abstractmethod
     def failed_in_queue(self, queue: str, limit: int) -> list[int]:
         """The oldest failed job ids of a queue."""
-
-    @abstractmethod
-    def queue_counts(self, now: float) -> list[tuple[str, str, int, int, float | None]]:
-        """Rows (queue, status, count, due by `now`, earliest due) for the pending, running and failed jobs only:
-        read from the (status, queue, due_at) index, never the final rows."""
 
     @abstractmethod
     def attempts_per_bucket(self, since: float, from_at: float, until: float, bucket: int,

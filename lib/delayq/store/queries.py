@@ -39,7 +39,7 @@ def parse(text: str) -> dict[str, str]:
 
 
 TABLES = ("jobs", "attempts", "steps", "migrations", "queues", "workers", "tallies", "audit", "rollups", "schedules",
-          "slots", "limits", "limited")
+          "slots", "limits", "limited", "counts")
 
 
 def tables(prefix: str) -> dict[str, str]:

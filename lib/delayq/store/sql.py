@@ -16,6 +16,7 @@ from .pool import Pool
 from .queries import Queries
 from .sql_claims import ClaimsSql
 from .sql_control import ControlSql
+from .sql_counts import CountsSql
 from .sql_jobs import JobsSql
 from .sql_limits import LimitsSql
 from .sql_maintenance import MaintenanceSql
@@ -33,7 +34,7 @@ DEADLOCK_TRIES = 3
 
 
 class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql,
-               ControlSql, SchedulesSql, Store):
+               CountsSql, ControlSql, SchedulesSql, Store):
     dialect = ""
     style = "pyformat"                                   # the driver's parameter style
     driver_errors: tuple[type[BaseException], ...] = ()

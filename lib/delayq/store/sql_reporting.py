@@ -90,10 +90,6 @@ class ReportingSql:
             cur.execute(*self.q.compose("count_upto", parts, tokens, most=most, **params))
             return int(cur.fetchone()[0])
 
-    def stats(self, now: float, since: float) -> list[tuple]:
-        with self.tx(write=False) as cur:
-            return [tuple(row) for row in self.run(cur, "stats", now=now, since=since).fetchall()]
-
     def recent_attempts(self, minute: float, hour: float) -> list[tuple]:
         with self.tx(write=False) as cur:
             return [tuple(row) for row in self.run(cur, "recent_attempts", minute=minute, hour=hour).fetchall()]
@@ -139,11 +135,6 @@ class ReportingSql:
     def failed_in_queue(self, queue: str, limit: int) -> list[int]:
         with self.tx(write=False) as cur:
             return [row[0] for row in self.run(cur, "failed_in_queue", queue=queue, limit=limit).fetchall()]
-
-    def queue_counts(self, now: float) -> list[tuple[str, str, int, int, float | None]]:
-        with self.tx(write=False) as cur:
-            return [(queue, status, int(n), int(due or 0), None if first is None else float(first))
-                    for queue, status, n, due, first in self.run(cur, "queue_counts", now=now).fetchall()]
 
     def attempts_per_bucket(self, since: float, from_at: float, until: float, bucket: int,
                             queue: str | None = None) -> list[Bucket]:

@@ -14,7 +14,7 @@ from flask import Flask, abort, current_app, render_template, request
 from ..errors import InvalidInput
 from ..jobs import TIMEOUT_FAILED, TIMEOUT_RETRY
 from ..limits import QueueLimit
-from ..reports import WINDOWS
+from ..reports import LIVE_UPTO, WINDOWS
 from . import charts, display, forms
 
 FAILURES = ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)     # attempt outcomes as stored
@@ -24,6 +24,7 @@ FAILURES = ("retry", "failed", "interrupted", TIMEOUT_RETRY, TIMEOUT_FAILED)    
 class QueueRow:
     name: str
     counts: dict[str, int] = field(default_factory=dict)      # status -> jobs
+    counted_at: dict[str, float | None] = field(default_factory=dict)   # big groups: compensate's count, when
     due_now: int = 0
     oldest_due: float | None = None
     paused: tuple[float, str | None] | None = None
@@ -32,6 +33,20 @@ class QueueRow:
     late_max: float | None = None
     limit: QueueLimit | None = None         # its rate and max_running across runners, if it has any
     waiting_on_limit: int = 0               # pending jobs a limit held back (its own, or their keys')
+
+    def count_cell(self, status: str) -> tuple[str, str]:
+        """(text, title) of a count: exact; compensate's count of a group above LIVE_UPTO jobs (~, and when it
+        was made); or, for a group that grew past LIVE_UPTO since, a floor."""
+        n = self.counts.get(status, 0)
+        if status not in self.counted_at:
+            return display.number(n), ""
+        at = self.counted_at[status]
+        if at is None:
+            return f"> {LIVE_UPTO:,}", f"more than {LIVE_UPTO:,}; compensate counts it within a minute"
+        return f"~{display.number(n)}", f"counted by compensate at {display.when(at)} (a group this big is not counted on every page)"
+
+    def due_cell(self) -> str:
+        return f"> {LIVE_UPTO:,}" if self.due_now > LIVE_UPTO else display.number(self.due_now)
 
     @property
     def limit_parts(self) -> list[tuple[str, str, bool]]:
@@ -58,11 +73,15 @@ def queues(counts: list[tuple], paused: dict[str, tuple[float, str | None]], rec
     def row(name: str) -> QueueRow:
         return rows.setdefault(name, QueueRow(name))
 
-    for queue, status, count, due_now, earliest in counts:
-        r = row(queue)
-        r.counts[status] = int(count)
-        if status == "pending":
-            r.due_now, r.oldest_due = due_now, earliest
+    for g in counts:
+        if g.status not in ("pending", "running", "failed"):
+            continue
+        r = row(g.queue)
+        r.counts[g.status] = g.count
+        if g.counted_at is not None or g.at_least:
+            r.counted_at[g.status] = g.counted_at
+        if g.status == "pending":
+            r.due_now, r.oldest_due = g.due_now, g.oldest_due
     for queue, since_reason in paused.items():
         row(queue).paused = since_reason
     for queue, outcome, hour, _minute, _late_avg, late_max in recent:
@@ -88,7 +107,7 @@ def page() -> Any:
         act = manager.reports.activity(window, queue)
     except InvalidInput as exc:
         abort(400, forms.in_page_words(str(exc)))
-    now, counts = manager.reports.queue_counts()
+    now, counts = manager.reports.queue_figures()
     workers = sorted(manager.control.workers(), key=lambda w: (w.state != "live", -w.last_seen))
     rows = queues(counts, manager.control.paused_queues(), manager.reports.recent_attempts(), manager.limits,
                   manager.reports.waiting_on_limits())

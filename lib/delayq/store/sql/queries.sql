@@ -349,19 +349,48 @@ DELETE FROM {steps} WHERE job_id IN (:ids)
 -- ---------------------------------------------------------------------------------------------
 -- reporting: the operator's view
 
--- name: stats
--- Per queue and status: count, due now, oldest due, next due, finished since a time.
-SELECT queue, status, COUNT(*), SUM(CASE WHEN status = 'pending' AND due_at <= :now THEN 1 ELSE 0 END),
-  MIN(CASE WHEN status = 'pending' THEN due_at END), MIN(CASE WHEN status = 'pending' AND due_at > :now THEN due_at END),
-  SUM(CASE WHEN finished_at >= :since THEN 1 ELSE 0 END)
-FROM {jobs} GROUP BY queue, status
+-- name: queues_present
+-- Every queue that has a job: a loose scan of the uniq_live index (queue, ext, ...) on MySQL and MariaDB, one dive
+-- a queue ("Using index for group-by"), not a read of the rows.
+SELECT queue FROM {jobs} GROUP BY queue
 
--- name: queue_counts
--- Per queue, the jobs pending, running or failed: how many, how many due by :now, the earliest due time (the
--- dashboard's overview). The by_claim index (status, queue, priority, due_at) covers it: succeeded and cancelled rows, most of
--- a big table, are never read, where `stats` reads every row.
-SELECT queue, status, COUNT(*), SUM(CASE WHEN due_at <= :now THEN 1 ELSE 0 END), MIN(due_at)
-FROM {jobs} WHERE status IN ('pending', 'running', 'failed') GROUP BY status, queue
+-- name: count_group_upto
+-- How many jobs of one queue have one status, counting no further than :most (a range of by_claim).
+SELECT COUNT(*) FROM (SELECT 1 FROM {jobs} WHERE status = :status AND queue = :queue LIMIT :most) AS upto
+
+-- name: next_pending_priority
+-- The highest priority of a queue's pending jobs below :below: the first entry of a by_claim range (status, queue,
+-- priority DESC), so a queue's priorities are found one statement each, without reading its jobs. (ORDER BY ...
+-- LIMIT 1 rather than MAX(): MariaDB reads a whole range for MIN and MAX on an index with a DESC part.)
+SELECT priority FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority < :below
+ORDER BY priority DESC LIMIT 1
+
+-- name: due_figures
+-- Of a queue's pending jobs of one priority: how many are due by :now (counting no further than :most), the
+-- earliest due time, the earliest after :now. Each a range of by_claim read from its start.
+SELECT
+  (SELECT COUNT(*) FROM (SELECT 1 FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
+     AND due_at <= :now LIMIT :most) AS due),
+  (SELECT due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
+     ORDER BY due_at LIMIT 1),
+  (SELECT due_at FROM {jobs} WHERE status = 'pending' AND queue = :queue AND priority = :priority
+     AND due_at > :now ORDER BY due_at LIMIT 1)
+
+-- name: count_group
+-- How many jobs of one queue have one status, all of them: compensate's count of a big group (Control.count_jobs).
+SELECT COUNT(*) FROM {jobs} WHERE status = :status AND queue = :queue
+
+-- name: counted
+-- The groups compensate counted, with when.
+SELECT queue, status, n, counted_at FROM {counts}
+
+-- name: forget_count
+-- A group's count, gone (the group is small enough to count live, or empty).
+DELETE FROM {counts} WHERE queue = :queue AND status = :status
+
+-- name: put_count
+-- A group's count (after forget_count, in the same transaction).
+INSERT INTO {counts} (queue, status, n, counted_at) VALUES (:queue, :status, :n, :at)
 
 -- name: list_jobs
 -- Jobs newest first, filtered by status, queue and ext prefix (each filter optional).
