@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: run test unit install wheel bench bench-quick chaos clean
+.PHONY: run test unit install wheel bench bench-quick bench-scale chaos clean
 
 $(VENV)/.installed: pyproject.toml
 	scripts/ensure_build_deps.sh
@@ -38,14 +38,19 @@ bench-quick: install    ## N=2000, one run, Huey and Dramatiq only, cron timing 
 	scripts/ensure_services.sh
 	BENCH_QUICK=1 $(PY) benchmarks/bench.py
 
-chaos: install          ## faults injected into real processes and servers, then the 30-minute fault check of at least 500 faults, schedules under three runners (5 min) and limits (rate 60 s, 2,000 keyed jobs); prints the figures (CHAOS_SCALE=short for CI's size)
+bench-scale: install    ## issue 26 alone: BENCH_SCALE pending jobs (default 200,000) and as many finished, on a private mariadbd and redis-server: table + benchmarks/results/scale.json
+	$(PY) benchmarks/scale.py
+
+chaos: install          ## faults injected into real processes and servers, then the 30-minute fault check of at least 500 faults, schedules under three runners (5 min), limits (rate 60 s, 2,000 keyed jobs) and the store on three Galera nodes (3,000 jobs, one node killed); prints the figures (CHAOS_SCALE=short for CI's size)
 	scripts/ensure_services.sh
 	@status=0; $(PY) tests/chaos/chaos.py || status=$$?; \
 	if [ "$$CHAOS_SCALE" = short ]; then form=--short; else form="--minutes 30 --min-faults 500"; fi; \
 	$(PY) tests/chaos/faultcheck.py $$form || status=$$?; \
 	if [ "$$CHAOS_SCALE" = short ]; then $(PY) -m tests.chaos.schedules_check --seconds 30 --step 5 || status=$$?; \
 	$(PY) -m tests.chaos.limits_check --short || status=$$?; \
-	else $(PY) -m tests.chaos.schedules_check --seconds 300 || status=$$?; $(PY) -m tests.chaos.limits_check || status=$$?; fi; \
+	$(PY) -m tests.chaos.galera_check --jobs 600 --span 20 || status=$$?; \
+	else $(PY) -m tests.chaos.schedules_check --seconds 300 || status=$$?; $(PY) -m tests.chaos.limits_check || status=$$?; \
+	$(PY) -m tests.chaos.galera_check || status=$$?; fi; \
 	exit $$status
 
 clean:

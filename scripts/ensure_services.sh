@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) answer, for `make test`, that faketime is
-# installed, and that headless Chromium and its driver are there for the dashboard's browser tests.
+# installed, that galera-4 and rsync are there for the Galera check, and that headless Chromium and its driver
+# are there for the dashboard's browser tests.
 # Starts a stopped server; on a machine without them, installs them from Debian's
 # packages when run as root with apt-get, else says how. Never stops or flushes anything.
 set -u
@@ -67,6 +68,16 @@ if ! mysql_up; then
     mariadb -uroot -e "CREATE DATABASE IF NOT EXISTS test" 2>/dev/null || true
   fi
 fi
+# The Galera check (tests/chaos/galera.py, galera_check.py) runs three private mariadbd nodes on galera-4's provider;
+# a node that rejoins with a full state transfer gets it through rsync.
+GALERA=/usr/lib/galera/libgalera_smm.so
+if [ ! -e "$GALERA" ] || ! command -v rsync >/dev/null; then
+  if can_install; then
+    echo "ensure_services: installing galera-4 and rsync" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq galera-4 rsync >/dev/null
+  fi
+  [ -e "$GALERA" ] && command -v rsync >/dev/null || { echo "ensure_services: galera-4 or rsync is missing: apt-get install galera-4 rsync" >&2; exit 1; }
+fi
 # The browser tests (tests/acceptance/test_web_browser.py) drive Debian's Chromium through its chromedriver.
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   if can_install; then
@@ -75,4 +86,4 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   fi
   [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { echo "ensure_services: headless Chromium is missing: apt-get install chromium chromium-driver" >&2; exit 1; }
 fi
-echo "ensure_services: MariaDB and Redis answer; Chromium is installed" >&2
+echo "ensure_services: MariaDB and Redis answer; galera-4, rsync and Chromium are installed" >&2

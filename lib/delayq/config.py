@@ -2,7 +2,9 @@
 
 Settings (the environment wins over .env):
   DELAYQ_DATABASE_URL     mysql://user:pass@host:3306/db or sqlite:///relative.db, sqlite:////absolute.db
-                          (default sqlite:///delayq.db in the working directory)
+                          (default sqlite:///delayq.db in the working directory). Several MySQL hosts (a Galera
+                          cluster): mysql://user:pass@host1:3306,host2:3306,host3/db, tried in turn from the one
+                          that last answered when a connect finds no server
   DELAYQ_APP_PATH         directories where the scripts find the application's job modules, after the
                           installed packages (os.pathsep-separated; default: the working directory)
   DELAYQ_REDIS_URL        redis://host:6379/0, redis+sentinel://:pw@host1:26379,host2:26379/mymaster/0 or
@@ -46,19 +48,19 @@ after its recovery: a bad alert setting exits 2 but never blocks job processing 
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from dataclasses import dataclass, field, fields
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import ConfigError, shown
+from .mysql_urls import EXAMPLE as MYSQL_HOSTS_EXAMPLE
+from .mysql_urls import MySQLTarget, mysql_target  # noqa: F401 - also read from here (config.mysql_target)
+from .mysql_urls import MySQLUrlError, describe_hosts, redact_hosts, several_hosts, valid_host
 from .redis_urls import RedisUrlError, parse
 
 DEFAULT_DATABASE_URL = "sqlite:///delayq.db"
 PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
-# A host is an IP literal or an ASCII DNS name: anything else fails inside the drivers (IDNA, NUL) as a bug would.
-HOST_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$")
 # Every wait on a server is bounded, and so is each operation as a whole, its retries included (docs/RELIABILITY.md,
 # "Every wait has a bound"). A paused MySQL then ends a script after about DB_TIMEOUT s, a paused Redis after
 # about REDIS_TIMEOUT s: both well inside the cron minute, while a legitimate transaction (a stats scan, a purge
@@ -258,14 +260,7 @@ def check_url(url: str, setting: str, schemes: tuple[str, ...], example: str) ->
     Refused here, not inside a driver: text that is not valid Unicode (a non-UTF-8 environment), control
     characters, a port out of 1-65535, a host that is neither an IP literal nor an ASCII DNS name.
     """
-    if not isinstance(url, str):
-        raise ConfigError(f"{setting} must be text: use {example}")
-    try:
-        url.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{setting} is not valid UTF-8 text: use {example}") from None
-    if _CONTROL_RE.search(url):
-        raise ConfigError(f"{setting} holds control characters: use {example}")
+    _check_text(url, setting, example)
     try:
         parts = urlsplit(url)
         port = parts.port       # raises ValueError for a port out of range or not a number
@@ -277,17 +272,20 @@ def check_url(url: str, setting: str, schemes: tuple[str, ...], example: str) ->
         return
     if not parts.hostname:
         raise ConfigError(f"{setting} {redact(url)!r} names no host: use {example}")
-    if port == 0 or not _valid_host(parts.hostname):
+    if port == 0 or not valid_host(parts.hostname):
         raise ConfigError(f"{setting} {redact(url)!r}: the host must be an IP address or a DNS name "
                           f"(ASCII; xn-- for other scripts) and the port 1-65535: use {example}")
 
 
-def _valid_host(host: str) -> bool:
+def _check_text(url: str, setting: str, example: str) -> None:
+    if not isinstance(url, str):
+        raise ConfigError(f"{setting} must be text: use {example}")
     try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return bool(HOST_RE.match(host))
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{setting} is not valid UTF-8 text: use {example}") from None
+    if _CONTROL_RE.search(url):
+        raise ConfigError(f"{setting} holds control characters: use {example}")
 
 
 def check_redis_url(url: str) -> None:
@@ -319,7 +317,15 @@ def _check_redis_py_reads(url: str) -> None:
 
 
 def check_database_url(url: str) -> None:
-    example = "mysql://user:pass@host:3306/db, sqlite:///relative/path.db or sqlite:////absolute/path.db"
+    example = ("mysql://user:pass@host:3306/db (several hosts: mysql://user:pass@host1:3306,host2:3306/db), "
+               "sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    if several_hosts(url):                  # read by mysql_urls: urllib reads one host
+        _check_text(url, "DELAYQ_DATABASE_URL", example)
+        try:
+            mysql_target(url)
+        except MySQLUrlError as exc:
+            raise ConfigError(f"DELAYQ_DATABASE_URL {redact(url)!r} {exc}: use {MYSQL_HOSTS_EXAMPLE}") from None
+        return
     check_url(url, "DELAYQ_DATABASE_URL", ("mysql", "sqlite"), example)
     if url.startswith("sqlite:") and (not url.startswith("sqlite:///") or len(url) == len("sqlite:///")):
         # sqlite://x.db would put "x.db" where a host goes and mean another file than intended
@@ -329,6 +335,8 @@ def check_database_url(url: str) -> None:
 def redact(url: str) -> str:
     """The URL with its password and its query's values replaced by ***, safe for any message or log (a Redis
     URL's query may hold a password: sentinel_password, or redis-py's own password=)."""
+    if several_hosts(url):
+        return redact_hosts(url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -347,6 +355,8 @@ def redact(url: str) -> str:
 def describe(url: str) -> str:
     """Where a backend lives, for error messages: scheme://host:port/db, no user, no password; an SQLite file by its
     absolute path (sqlite:////srv/shop/delayq.db), so that output says which file wherever it was run from."""
+    if several_hosts(url):                  # every host, with its port
+        return describe_hosts(url)
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
         return "sqlite:///" + os.path.abspath(url[len("sqlite:///"):] or "delayq.db")

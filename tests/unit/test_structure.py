@@ -22,7 +22,7 @@ LAYERS = [
     ("rules and values", ["delayq.validate", "delayq.search", "delayq.registry", "delayq.events", "delayq.retries",
                           "delayq.jobs", "delayq.ladders", "delayq.words", "delayq.fairness", "delayq.workers",
                           "delayq.grouping", "delayq.webhook", "delayq.clock", "delayq.context", "delayq.logs",
-                          "delayq.errors", "delayq.version", "delayq.redis_urls", "delayq.schedules",
+                          "delayq.errors", "delayq.version", "delayq.redis_urls", "delayq.mysql_urls", "delayq.schedules",
                           "delayq.cron", "delayq.limits"]),
 ]
 
@@ -107,6 +107,14 @@ def test_no_import_runs_back_up_the_layers():
     up = [f"{source} ({LAYERS[layer_of(source)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
           for source, targets in imports().items() for target in targets if layer_of(target) < layer_of(source)]
     assert up == []
+
+
+def test_the_url_readers_are_leaves():
+    """The settings check URLs with them and the store and the index connect to what they read: they import no
+    other delayq module (the standard library only)."""
+    arrows = imports()
+    assert {module: arrows[module] for module in ("delayq.redis_urls", "delayq.mysql_urls", "delayq.version")} == \
+        {"delayq.redis_urls": set(), "delayq.mysql_urls": set(), "delayq.version": set()}
 
 
 def test_no_circle():

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT, CR, SERVER_STATUS
+from pymysql.constants import CLIENT, SERVER_STATUS
 from pymysql.protocol import MysqlPacket
 
 from ..config import DEFAULT_DB_TIMEOUT, describe
 from ..errors import BackendError
-from .pool import Pool
+from ..mysql_urls import mysql_target
+from .mysql_hosts import NO_SERVER, Hosts, LivePool, NoHostAnswered, lost, timed_out
 from .queries import IntList
 from .sql import SqlStore
 
@@ -23,11 +24,9 @@ _ROLLED_BACK = (1213, 1205)            # a deadlock's victim; a lock wait that t
 _ACCESS_DENIED = (1045, 1698)          # wrong password; a user the server does not know over this transport
 _NO_DATABASE = 1049
 _DB_DENIED = 1044
-_NO_SERVER = (2003, 2005, 2006, 2013)  # cannot connect, unknown host, gone away, lost during the handshake
 
 
 _REFIT = 0.1                # seconds a socket's timeout may differ from the time left before it is set again
-_TIMED_OUT = "Lost connection to MySQL server during query (timed out)"
 
 
 class _Deadline(threading.local):
@@ -41,7 +40,7 @@ _deadline = _Deadline()
 
 class _Bound:
     """DELAYQ_DB_TIMEOUT as one bound for a whole store operation (a transaction or a statement, with the connect,
-    handshake, statements and COMMIT in it): PyMySQL's own timeouts apply to each socket wait, so one transaction
+    handshake, statements and COMMIT in it; retried()'s tries and pauses, all of them): PyMySQL's own timeouts apply to each socket wait, so one transaction
     of several statements could wait several times the setting. An operation inside another keeps the outer's
     deadline."""
 
@@ -51,10 +50,15 @@ class _Bound:
         self.seconds = seconds
         self.mine = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> "_Bound":
         self.mine = _deadline.at is None
         if self.mine:
             _deadline.at = time.monotonic() + self.seconds
+        return self
+
+    def left(self) -> float:
+        """Seconds left of the operation (of the outermost one, inside another)."""
+        return _deadline.at - time.monotonic() if _deadline.at is not None else self.seconds
 
     def __exit__(self, *exc: object) -> None:
         if self.mine:
@@ -117,6 +121,15 @@ class _Connection(pymysql.connections.Connection):
             self._fit_timeout()
         super()._write_bytes(data)
 
+    def hung_up(self) -> bool:
+        """Whether the server closed this idle connection meanwhile (restarted, killed, a proxy's backend gone): its
+        socket reads as ready, while an idle session has nothing to read. One poll(), no round trip."""
+        if self._sock is None:
+            return True
+        poller = select.poll()
+        poller.register(self._sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+
     def _fit_timeout(self) -> None:
         """The next waits get the time left of their operation (at most one wait's own bound) for the next _REFIT
         seconds; with none left, LAST_LOOK: an answer already there is read (this thread may have waited for the
@@ -168,11 +181,13 @@ class MySQLStore(SqlStore):
     integrity_error = pymysql.err.IntegrityError
 
     def __init__(self, url: str, prefix: str, timeout: float = DEFAULT_DB_TIMEOUT):
-        self._url = url
+        self._target = mysql_target(url)
+        self._hosts = Hosts(self._target.hosts, _deadline, LAST_LOOK)     # where each new session goes
         self.timeout = timeout      # seconds one operation may take in all, and any one wait in it
         super().__init__(prefix, describe(url))
+        self._pool = LivePool(self._connect_translated, self._close_quietly)
         # statement(): single enqueues and a group's rows (one writer a client at a time, grouping.py): few idle
-        self._solo_pool = Pool(lambda: self._connect_translated(autocommit=True), self._close_quietly, max_idle=8)
+        self._solo_pool = LivePool(lambda: self._connect_translated(autocommit=True), self._close_quietly, max_idle=8)
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
@@ -180,15 +195,18 @@ class MySQLStore(SqlStore):
                 "scan_by_id": "FORCE INDEX (PRIMARY)", "on_jobs": f"ON {prefix}_jobs"}
 
     def _connect(self, autocommit: bool = False) -> Any:
-        parts = urlsplit(self._url)
+        """A new session: on the URL's host, or with several, on the first that answers (mysql_hosts.Hosts)."""
+        return self._hosts.connect(lambda host, wait: self._open(host, autocommit, wait), self.timeout)
+
+    def _open(self, host: tuple[str, int], autocommit: bool, connect_timeout: float) -> Any:
         conn = _Connection(
-            host=parts.hostname or "127.0.0.1",
-            port=parts.port or 3306,
-            user=unquote(parts.username or "root"),
+            host=host[0],
+            port=host[1],
+            user=self._target.user,
             # bytes: PyMySQL encodes a str password as latin-1, which fails on (and mangles) any other character;
             # the server hashed the UTF-8 bytes the password was created with (utf8mb4 connections)
-            password=unquote(parts.password or "").encode("utf-8"),
-            database=parts.path.lstrip("/") or None,
+            password=self._target.password.encode("utf-8"),
+            database=self._target.database,
             charset="utf8mb4",
             autocommit=autocommit,
             # rowcount = rows matched, not rows changed: a conditional UPDATE that matched its row (its claim
@@ -197,23 +215,18 @@ class MySQLStore(SqlStore):
             # Every wait is bounded (DELAYQ_DB_TIMEOUT), and so is the operation it is part of: a paused or
             # black-holed server ends the script with exit 1 after about this long, instead of holding it (and
             # cron's next runs) indefinitely.
-            connect_timeout=self._connect_timeout(),
+            connect_timeout=connect_timeout,
             per_wait=self.timeout,
         )
-        with conn.cursor() as cur:
-            # Each statement sees the latest committed rows: what a queue wants, and fewer gap locks.
-            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        try:
+            with conn.cursor() as cur:
+                # Each statement sees the latest committed rows: what a queue wants, and fewer gap locks.
+                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        except BaseException:
+            conn._force_close()
+            raise
         self.returning = self._supports_returning(conn)
         return conn
-
-    def _connect_timeout(self) -> float:
-        """The time left of the operation that connects (a pool refill inside tx() or statement())."""
-        if _deadline.at is None:
-            return self.timeout
-        left = _deadline.at - time.monotonic()
-        if left <= 0:
-            raise pymysql.err.OperationalError(CR.CR_SERVER_LOST, _TIMED_OUT)
-        return min(self.timeout, left)
 
     def _bounded(self) -> _Bound:
         return _Bound(self.timeout)
@@ -250,7 +263,7 @@ class MySQLStore(SqlStore):
             return f"user {self._user()!r} may not use database {self._database()!r}: grant it, or use another user"
         if code == _NO_TABLE:
             return f"{args[1]}; create the tables with `delayq migrate`"
-        if _timed_out(args):
+        if timed_out(args):
             return f"timed out after {self.timeout:g} s (DELAYQ_DB_TIMEOUT): ({args[0]}) {args[1]}"
         if len(args) >= 2:
             return f"({args[0]}) {args[1]}"
@@ -259,20 +272,25 @@ class MySQLStore(SqlStore):
     def _unreachable(self, exc: BaseException) -> BackendError:
         """A connection that failed: no server there (or no answer in time), or one that refused us and why."""
         args = getattr(exc, "args", ())
-        if _timed_out(args):
+        if isinstance(exc, NoHostAnswered):
+            return BackendError(f"{self.backend} at {self.where} is unreachable: {args[1]} (are the servers running, "
+                                "and the hosts and ports in DELAYQ_DATABASE_URL right?)")
+        if timed_out(args):
             return BackendError(f"{self.backend} at {self.where} is unreachable: {self._explain(exc)}")
-        if args and args[0] in _NO_SERVER:
+        if args and args[0] in NO_SERVER:
             return BackendError(f"{self.backend} at {self.where} is unreachable: {args[1] if len(args) > 1 else exc} "
                                 "(is the server running, and the host and port in DELAYQ_DATABASE_URL right?)")
         return BackendError(f"{self.backend} at {self.where}: {self._explain(exc)}")
 
+    def _failed(self, exc: BaseException, more: str = "") -> BackendError:
+        """As SqlStore's; with several hosts, a session lost also closes the idle ones (mysql_hosts.lost says why)."""
+        if self._hosts.several and lost(exc):
+            self._pool.close()
+            self._solo_pool.close()
+        return super()._failed(exc, more)
+
     def _user(self) -> str:
-        return unquote(urlsplit(self._url).username or "root")
+        return self._target.user
 
     def _database(self) -> str:
-        return urlsplit(self._url).path.lstrip("/")
-
-
-def _timed_out(args: tuple) -> bool:
-    """A driver error that says a wait ran out of time (PyMySQL's message, or ours when no time was left)."""
-    return len(args) >= 2 and "timed out" in str(args[1])
+        return self._target.database or ""

@@ -7,6 +7,8 @@ tokens where the SQL differs. All SQL text comes from store/sql/ by name.
 
 from __future__ import annotations
 
+import random
+import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -30,7 +32,8 @@ _UNBOUNDED = nullcontext()
 
 
 T = TypeVar("T")
-DEADLOCK_TRIES = 3
+DEADLOCK_TRIES = 5
+DEADLOCK_PAUSE = 0.005      # seconds: before try n + 2, a pause of uniform(0, DEADLOCK_PAUSE * 2**n) (5, 10, 20, 40 ms)
 
 
 class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, MaintenanceSql, ReportingSql,
@@ -76,10 +79,11 @@ class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, 
     def _unreachable(self, exc: BaseException) -> BackendError:
         return BackendError(f"{self.backend} at {self.where} is unreachable: {self._explain(exc)}")
 
-    def _bounded(self) -> AbstractContextManager[None]:
-        """The deadline of one operation, tx() or statement() with the connect it may make, for dialects whose
-        waits have one bound for the whole operation (MySQL: DELAYQ_DB_TIMEOUT). SQLite's one wait is its own
-        busy timeout."""
+    def _bounded(self) -> AbstractContextManager[Any]:
+        """The deadline of one operation, tx() or statement() with the connect it may make (or retried() with every
+        try), for dialects whose waits have one bound for the whole operation (MySQL: DELAYQ_DB_TIMEOUT); as a
+        context manager whose value has left(), the seconds left of it. SQLite's one wait is its own busy timeout
+        (its value: None)."""
         return _UNBOUNDED
 
     # -- connections and transactions ---------------------------------------
@@ -157,14 +161,19 @@ class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, 
     def retried(self, body: Callable[[Any], T], write: bool = True) -> T:
         """body(cursor) in one transaction, run again (DEADLOCK_TRIES in all) when the server chose it as a
         deadlock's victim and rolled it back whole: for the runner's writes, which meet each other on the same
-        rows (claims, outcomes, leases), where a deadlock is a normal event, not a failure."""
-        for attempt in range(DEADLOCK_TRIES):
-            try:
-                with self.tx(write) as cur:
-                    return body(cur)
-            except BackendError as exc:
-                if not exc.retryable or attempt == DEADLOCK_TRIES - 1:
-                    raise
+        rows (claims, outcomes, leases), where a deadlock is a normal event, not a failure. On Galera, with
+        writers on several nodes, it is a frequent one (a claim's certification failure is a 1213 too): the tries
+        are spread by a short random pause, so that the same claims do not meet again at once. Every try, and
+        every pause, keeps to the one deadline of the whole (_bounded: DELAYQ_DB_TIMEOUT on MySQL); a pause that
+        would reach it is not taken, and the last error is raised."""
+        with self._bounded() as bound:
+            for attempt in range(DEADLOCK_TRIES):
+                try:
+                    with self.tx(write) as cur:
+                        return body(cur)
+                except BackendError as exc:
+                    if not exc.retryable or attempt == DEADLOCK_TRIES - 1 or not _paused(attempt, bound):
+                        raise
         raise AssertionError("unreachable")
 
     def run(self, cur: Any, query: str, /, **params: Any) -> Any:
@@ -183,3 +192,13 @@ class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, 
         self._pool.close()
         if self._solo_pool is not None:
             self._solo_pool.close()
+
+
+def _paused(attempt: int, bound: Any) -> bool:
+    """The pause after try `attempt` (from 0) of retried(), taken if the operation's deadline is further away than
+    the pause (then the next try has what is left); False if not (bound: _bounded()'s value, None for no deadline)."""
+    pause = random.uniform(0, DEADLOCK_PAUSE * 2 ** attempt)
+    if bound is not None and bound.left() <= pause:
+        return False
+    time.sleep(pause)
+    return True

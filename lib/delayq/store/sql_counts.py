@@ -77,6 +77,8 @@ class CountsSql:
                 n = int(self.run(cur, "count_group_upto", queue=queue, status=status, most=most + 1).fetchone()[0])
                 if n > most:
                     n = int(self.run(cur, "count_group", queue=queue, status=status).fetchone()[0])
+            if n <= most and (queue, status) not in counted:
+                continue                          # small, and no count of it to forget: nothing to write
             try:
                 self.retried(lambda cur: self._put_count(cur, queue, status, n if n > most else None, now))
             except _CountedMeanwhile:

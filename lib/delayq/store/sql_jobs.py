@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import fields
 from typing import Any, Sequence
 
@@ -11,6 +12,7 @@ from ..jobs import PENDING, Attempt, Job, JobSpec
 from . import caller
 from .base import Cancelled, Changed, Inserted
 
+log = logging.getLogger(__name__)
 CHUNK = 500
 _JOB_FIELDS = {
     "id": "id", "queue": "queue", "callable": "call", "args": "args_json", "status": "status",
@@ -65,6 +67,30 @@ def rows_to_jobs(cur: Any) -> list[Job]:
         return [_claimed(row) for row in rows]
     keep = [(i, _JOB_FIELDS[n]) for i, n in enumerate(names) if n in _JOB_FIELDS]
     return [Job(**{field: row[i] for i, field in keep}) for row in cur.fetchall()]
+
+
+_warned_extra_ids = False     # returned_ids logged its warning in this process
+
+
+def returned_ids(reply: Sequence[int], sent: int) -> list[int]:
+    """The ids of `sent` rows inserted by one INSERT ... RETURNING, in the rows' order, from the ids of its reply.
+
+    Ids grow in the order rows were inserted (the query's ORDER BY); RETURNING's own order is not promised: sorted.
+    On Galera, an autocommit statement that fails certification is run again by the server itself
+    (wsrep_retry_autocommit, on by default), and the reply then holds the ids of every run, the first run's rolled
+    back. The run that committed is the last, and its ids the highest (a node's auto-increment only grows): the last
+    `sent` ids are this statement's. Logged as a warning once a process (it is handled; each conflict storm would
+    repeat it)."""
+    global _warned_extra_ids
+    ids = sorted(reply)
+    if len(ids) > sent:
+        if not _warned_extra_ids:
+            _warned_extra_ids = True
+            log.warning("an INSERT ... RETURNING of %d rows returned %d ids (the server ran it again after a "
+                        "Galera certification conflict, wsrep_retry_autocommit): the last %d are its rows' ids",
+                        sent, len(ids), sent)
+        ids = ids[-sent:]
+    return ids
 
 
 def _row(spec: JobSpec, index_pending: bool) -> list:
@@ -152,8 +178,7 @@ class JobsSql:
             # All rows travel as one JSON parameter: one value to escape instead of ~18 per job.
             rows = json.dumps([_row(spec, index_pending) for spec in specs], ensure_ascii=False)
             self.run(cur, "insert_jobs_json", now=now, rows=rows)
-            # Ids grow in the order rows were inserted (ORDER BY in the query); RETURNING's own order is not promised.
-            return sorted(row[0] for row in cur.fetchall())
+            return returned_ids([row[0] for row in cur.fetchall()], len(specs))
         ids = []
         for spec in specs:
             self.run(cur, "insert_job", now=now, **_named(spec, index_pending))

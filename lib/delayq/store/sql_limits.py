@@ -4,7 +4,9 @@ Only jobs a limit governs come here: start_jobs starts the others and leaves the
 limit governs costs what it cost before. For these: the gates' rows are locked in name order (no deadlock between
 two claims), the running jobs counted (READ COMMITTED on MySQL: each count sees what the claims before it
 committed; SQLite has one writer), the tokens taken, the jobs that may start started, and the others moved to
-when they may be looked at again.
+when they may be looked at again. A claim that started jobs writes every gate they passed (pass_gates): on Galera
+a row lock is each node's own and only writes are certified, so two claims on two nodes that pass one gate
+conflict at commit, and the second runs again and counts what the first started.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class LimitsSql:
             for c in candidates:
                 if c.key and c.id in starting:      # counted as its key's while it runs
                     self.run(cur, "insert_limited", job_id=c.id, queue=c.queue, lkey=c.key, held=0, now=now)
+            passed = _passed(candidates, starting, limited)
+            if passed:                              # (always: a job that comes here has a gate)
+                self.run(cur, "pass_gates", names=passed)
         for queue, used in decided.used.items():    # (a bucket nothing was taken from keeps its row: same refill)
             self.run(cur, "update_gate", name=f"queue:{queue}", tokens=allowed.tokens[queue] - used, now=now)
         return decided.start, self._hold(cur, decided.held, now)
@@ -115,3 +120,9 @@ class LimitsSql:
             # the delete asks again: a job retried and started meanwhile has its row written anew, and keeps it
             return self.run(cur, "forget_ended_limited", ids=ids).rowcount if ids else 0
         return self.retried(forget)
+
+
+def _passed(candidates: list[Candidate], starting: set[int], limited: set[str]) -> list[str]:
+    """The gates the jobs started went through (each a row _gate locked): their limited queues' and their keys'."""
+    return sorted({f"queue:{c.queue}" for c in candidates if c.id in starting and c.queue in limited}
+                  | {lock_of(c.key) for c in candidates if c.id in starting and c.key})

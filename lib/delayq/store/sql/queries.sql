@@ -699,6 +699,11 @@ INSERT INTO {limits} (name, tokens, at) VALUES (:name, :tokens, :now)
 -- A queue's bucket after its tokens were taken.
 UPDATE {limits} SET tokens = :tokens, at = :now WHERE name = :name
 
+-- name: pass_gates
+-- The gates a claim passed (jobs started through them), written (passes + 1): on Galera, where a row lock is each
+-- node's own and only writes are certified, two claims on two nodes that pass one gate then conflict at commit.
+UPDATE {limits} SET passes = passes + 1 WHERE name IN (:names)
+
 -- name: running_in_queue
 -- How many of a queue's jobs run now (their lease not run out): a range of by_claim.
 SELECT COUNT(*) FROM {jobs} WHERE status = 'running' AND queue = :queue AND lease_until > :now
