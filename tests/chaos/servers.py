@@ -57,9 +57,15 @@ class PrivateRedis:
 
 
 class PrivateMariaDB:
-    """A throwaway mariadbd with its own data directory; stop() and start() keep the data."""
+    """A throwaway mariadbd with its own data directory; stop() and start() keep the data.
 
-    def __init__(self):
+    buffer_pool: InnoDB's buffer pool (--innodb-buffer-pool-size); extra_args: more server options, after the
+    defaults (a later option wins), e.g. ("--innodb-log-file-size=1G",). start(extra_args=...) replaces them for
+    that start and the ones after it."""
+
+    def __init__(self, buffer_pool: str = "128M", extra_args: tuple[str, ...] = ()):
+        self.buffer_pool = buffer_pool
+        self.extra_args = tuple(extra_args)
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="delayq-chaos-mariadb-")
         data = os.path.join(self.dir, "data")
@@ -71,11 +77,13 @@ class PrivateMariaDB:
         subprocess.run(["mariadb", "-uroot", "-h127.0.0.1", f"-P{self.port}", "-e", "CREATE DATABASE test"], check=True)
         self.url = f"mysql://root@127.0.0.1:{self.port}/test"
 
-    def start(self) -> None:
+    def start(self, extra_args: tuple[str, ...] | None = None) -> None:
+        if extra_args is not None:
+            self.extra_args = tuple(extra_args)
         self.proc = subprocess.Popen(
             ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={self.dir}/data", f"--port={self.port}",
              "--bind-address=127.0.0.1", f"--socket={self.dir}/sock", "--user=root", "--skip-log-bin",
-             "--innodb-buffer-pool-size=128M", f"--pid-file={self.dir}/pid"],
+             f"--innodb-buffer-pool-size={self.buffer_pool}", f"--pid-file={self.dir}/pid", *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "server.log"), "a"))
         wait_port(self.port)
 
