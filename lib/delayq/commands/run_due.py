@@ -95,9 +95,21 @@ def execute(args, settings) -> int:
                 scheduler.stop()
             beat.stop(mark=not failed)      # a failing runner does not wait once more on its backend
             runner.close()
+            if failed:                      # it exits 1 with one line: to the end, as a run that ended well
+                ignore_signals_to_the_end()
     if args.json or summary.busy or args.seconds:      # an idle pass (a loop.sh tick) prints nothing
         cli.emit(args, summary.__dict__, f"{args.prog}: {summary.line()}")
+    ignore_signals_to_the_end()
     return 0
+
+
+def ignore_signals_to_the_end() -> None:
+    """The run is over: a SIGTERM or SIGINT from now on is ignored. At its shutdown the interpreter puts back the
+    default action of every signal a Python function handled, and a SIGTERM that came in those last moments (cron's
+    next tick, a deploy) would end the process as killed (exit -15) after it did all its work; an ignored one
+    stays ignored."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager
