@@ -810,11 +810,15 @@ def _window(w: dict) -> str:
             f"completions {w['longest_gap_ms']} ms (ending {w.get('longest_gap_ended_s', '?')} s in; {w['jobs']} jobs)")
 
 
+def _stream_lines(x: dict) -> list[str]:
+    """The runner's stream while a part ran (rebuild, purge), and in the 3 s before it."""
+    return [f"   runner meanwhile, {x['rate']} jobs/s due 1 s after enqueue: {_window(x['during'])}",
+            f"   the 3 s before: {_window(x['before'])}", ""]
+
+
 def _rebuild_lines(r: dict, x: dict) -> list[str]:
     return [(f"2. index rebuild (the due index deleted, `compensate --rebuild now`): {x['seconds']} s, "
-             f"{x['restored']:,} restored of {x['scanned']:,} pending rows"),
-            f"   runner meanwhile, {x['rate']} jobs/s due 1 s after enqueue: {_window(x['during'])}",
-            f"   the 3 s before: {_window(x['before'])}", ""]
+             f"{x['restored']:,} restored of {x['scanned']:,} pending rows"), *_stream_lines(x)]
 
 
 def _memory_lines(r: dict, ix: dict) -> list[str]:
@@ -863,8 +867,7 @@ def _read_lines(r: dict, x: dict) -> list[str]:
 def _purge_lines(r: dict, x: dict) -> list[str]:
     return [(f"5. purge (`delayq purge --older-than 1d --batch 500 --yes`): {x['deleted']:,} jobs and "
              f"{x['attempts_deleted']:,} attempts in {x['seconds']} s = {x['jobs_per_s']:,} jobs/s"),
-            f"   runner meanwhile, {x['rate']} jobs/s due 1 s after enqueue: {_window(x['during'])}",
-            f"   the 3 s before: {_window(x['before'])}", ""]
+            *_stream_lines(x)]
 
 
 def _ceiling_lines(r: dict, c: dict) -> list[str]:

@@ -8,7 +8,6 @@ live process, with the moment it hit.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import secrets
@@ -25,7 +24,7 @@ from delayq.runner import orphans
 from delayq.store.queries import TABLES
 
 from tests.chaos.faultprocs import Keeper, Runner, alive, proc_stat
-from tests.chaos.observed import AttemptRow, Fault, Row
+from tests.chaos.observed import AttemptRow, Fault, Row, read_rows, read_statuses
 from tests.chaos.servers import PrivateMariaDB, PrivateRedis, resume
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -152,18 +151,10 @@ class World:
         return [sys.executable, os.path.join(ROOT, "bin", "compensate.py"), "--json"]
 
     def statuses(self) -> dict[str, int]:
-        with self.q.store.tx() as cur:
-            cur.execute(f"SELECT status, COUNT(*) FROM {self.prefix}_jobs GROUP BY status")
-            return dict(cur.fetchall())
+        return read_statuses(self.q.store)
 
     def rows(self) -> tuple[list[Row], list[AttemptRow]]:
-        with self.q.store.tx() as cur:
-            cur.execute(f"SELECT id, callable, args, status, attempts, crashes, last_error, started_at, finished_at "
-                        f"FROM {self.prefix}_jobs")
-            rows = [Row(r[0], r[1], json.loads(r[2]), *r[3:]) for r in cur.fetchall()]
-            cur.execute(f"SELECT job_id, attempt, outcome, error, started_at, finished_at FROM {self.prefix}_attempts")
-            attempts = [AttemptRow(*r) for r in cur.fetchall()]
-        return rows, attempts
+        return read_rows(self.q.store)
 
     def drop(self) -> None:
         """This world's tables (its Redis keys live on private servers that are stopped with it)."""

@@ -61,7 +61,7 @@ from tests.chaos.checker import Checker, Limits  # noqa: E402
 from tests.chaos.faultworld import ONCE_CALL, RUN_CALL  # noqa: E402
 from tests.chaos.galera import Galera  # noqa: E402
 from tests.chaos.limits_check import kill_tree  # noqa: E402
-from tests.chaos.observed import AttemptRow, Row  # noqa: E402
+from tests.chaos.observed import AttemptRow, Row, read_rows, read_statuses  # noqa: E402
 
 BIN = os.path.join(ROOT, "bin")
 LEASE = 5.0
@@ -168,23 +168,6 @@ def wsrep_counts(cluster: Galera) -> dict[int, dict[str, int]]:
         counts[node.index] = {"cert_failures": int(status.get("wsrep_local_cert_failures", 0)),
                               "bf_aborts": int(status.get("wsrep_local_bf_aborts", 0))}
     return counts
-
-
-def statuses(q) -> Counter:
-    with q.store.tx(write=False) as cur:
-        cur.execute(f"SELECT status, COUNT(*) FROM {q.store.prefix}_jobs GROUP BY status")
-        return Counter(dict(cur.fetchall()))
-
-
-def read_rows(q) -> tuple[list[Row], list[AttemptRow]]:
-    prefix = q.store.prefix
-    with q.store.tx(write=False) as cur:
-        cur.execute(f"SELECT id, callable, args, status, attempts, crashes, last_error, started_at, finished_at "
-                    f"FROM {prefix}_jobs")
-        rows = [Row(r[0], r[1], json.loads(r[2]), *r[3:]) for r in cur.fetchall()]
-        cur.execute(f"SELECT job_id, attempt, outcome, error, started_at, finished_at FROM {prefix}_attempts")
-        attempts = [AttemptRow(*r) for r in cur.fetchall()]
-    return rows, attempts
 
 
 def read_exts(q) -> dict[int, str]:
@@ -406,7 +389,7 @@ class Run:
             kill = self._kill_and_restart(t0 + (args.kill_at if args.kill_at is not None else args.span / 4))
             producer.join(timeout=args.span + 120)
             deadline = time.monotonic() + args.span + 180
-            while time.monotonic() < deadline and set(statuses(self.q)) - set(FINAL):
+            while time.monotonic() < deadline and set(read_statuses(self.q.store)) - set(FINAL):
                 time.sleep(1.0)
         finally:
             producer.join(timeout=30)
@@ -430,7 +413,7 @@ class Run:
     def _finish_leftovers(self) -> None:
         """What the loops left (a runner stopped mid-job): its lease runs out, then compensate and one more pass."""
         for _ in range(30):
-            if not set(statuses(self.q)) - set(FINAL):
+            if not set(read_statuses(self.q.store)) - set(FINAL):
                 return
             compensate_once(self.env[0])
             subprocess.run([sys.executable, os.path.join(BIN, "run_due.py"), "--quiet"], env=self.env[0], cwd=ROOT,
@@ -439,7 +422,7 @@ class Run:
 
     def _figures(self, told: dict[str, int], producer: Producer, loops: list[Loop], kill: dict, t0: float) -> dict:
         after = wsrep_counts(self.cluster)
-        rows, attempts = read_rows(self.q)
+        rows, attempts = read_rows(self.q.store)
         history = faultjobs.read(self.history)
         figures = judge(rows, attempts, history, {**told, **producer.told}, read_exts(self.q))
         starts = [r["t"] for r in history if r["e"] == "start"]

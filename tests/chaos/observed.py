@@ -54,6 +54,24 @@ class AttemptRow:
     finished_at: float | None = None
 
 
+def read_rows(store) -> tuple[list[Row], list[AttemptRow]]:
+    """Every job row and attempt row of a store's prefix, as the checker reads them (one read transaction)."""
+    with store.tx(write=False) as cur:
+        cur.execute(f"SELECT id, callable, args, status, attempts, crashes, last_error, started_at, finished_at "
+                    f"FROM {store.prefix}_jobs")
+        rows = [Row(r[0], r[1], json.loads(r[2]), *r[3:]) for r in cur.fetchall()]
+        cur.execute(f"SELECT job_id, attempt, outcome, error, started_at, finished_at FROM {store.prefix}_attempts")
+        attempts = [AttemptRow(*r) for r in cur.fetchall()]
+    return rows, attempts
+
+
+def read_statuses(store) -> dict[str, int]:
+    """How many jobs of a store's prefix have each status."""
+    with store.tx(write=False) as cur:
+        cur.execute(f"SELECT status, COUNT(*) FROM {store.prefix}_jobs GROUP BY status")
+        return dict(cur.fetchall())
+
+
 @dataclass(frozen=True)
 class Fault:
     """One fault the harness injected: kind (KILLS, "sigterm", PAUSES, FAILOVERS), when, into which pid; `until`

@@ -10,7 +10,6 @@ from ..config import describe
 from ..errors import InvalidInput
 from ..reports import LIVE_UPTO
 
-HOUR = 3600.0
 FAILED_ATTEMPT = ("retry", "failed", "timed_out", "expired", "interrupted")   # an attempt that did not do its work
 OUTCOME_KEYS = ("succeeded", "failed", "timed_out", "expired")         # counted per window (words.counted_as)
 COLUMNS = ("queue", "pending", "running", "failed", "due_now", "lag_s", "ok_1m", "ok_1h", "err_1m", "err_1h",
