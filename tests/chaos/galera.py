@@ -28,7 +28,7 @@ import time
 
 import pymysql
 
-from tests.chaos.servers import free_port, wait_port
+from tests.chaos.servers import free_port, install_datadir, wait_port
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 SUSPECT = 2             # seconds before a silent node is suspected (Galera's default: 5)
@@ -66,9 +66,7 @@ class Node:
         if os.geteuid() == 0 and self.user != "root":
             entry = pwd.getpwnam(self.user)
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
-        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={self.dir}/data", f"--user={self.user}",
-                        "--auth-root-authentication-method=normal", "--skip-test-db"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        install_datadir(self.dir, self.user)
 
     def command(self, cluster: "Galera", bootstrap: bool) -> list[str]:
         members = ",".join(f"127.0.0.1:{node.gcomm}" for node in cluster.nodes)
@@ -78,7 +76,8 @@ class Node:
             "evs.inactive_check_period=PT0.5S", "evs.keepalive_period=PT0.5S", "pc.wait_prim_timeout=PT30S"])
         return ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={self.dir}/data", f"--port={self.port}",
                 "--bind-address=127.0.0.1", f"--socket={self.dir}/sock", f"--user={self.user}",
-                f"--pid-file={self.dir}/pid", f"--log-error={self.dir}/server.log", "--innodb-buffer-pool-size=64M",
+                f"--pid-file={self.dir}/pid", f"--tmpdir={self.dir}/tmp", f"--log-error={self.dir}/server.log",
+                "--innodb-buffer-pool-size=64M",
                 # a SIGKILL ends the process, not the host: the OS still writes what each commit handed it
                 "--innodb-flush-log-at-trx-commit=2",
                 "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}", f"--wsrep-cluster-name={cluster.name}",

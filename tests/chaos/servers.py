@@ -41,6 +41,26 @@ def resume(proc: subprocess.Popen | None) -> None:
         os.kill(proc.pid, signal.SIGCONT)
 
 
+def install_datadir(home: str, user: str = "root") -> None:
+    """mariadb-install-db into home/data, with home/tmp as the bootstrap server's temporary directory.
+
+    A mariadbd starting removes the `#sql*` files it finds in its tmpdir: two bootstraps sharing /tmp remove each
+    other's temporary tables ("File '/tmp/#sql-temptable-...MAD' not found", exit 1, seen in CI when two private
+    servers were installed side by side). Pass --tmpdir=home/tmp to the server too. Fails with the tool's own
+    last lines."""
+    tmp = os.path.join(home, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    if user != "root":
+        shutil.chown(tmp, user, user)
+    done = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={home}/data", f"--user={user}",
+                           "--auth-root-authentication-method=normal", "--skip-test-db"],
+                          env={**os.environ, "TMPDIR": tmp}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    if done.returncode:
+        tail = "\n".join(done.stdout.strip().splitlines()[-5:])
+        raise RuntimeError(f"mariadb-install-db exited {done.returncode} in {home}:\n{tail}")
+
+
 class PrivateRedis:
     def __init__(self):
         self.port = free_port()
@@ -68,10 +88,7 @@ class PrivateMariaDB:
         self.extra_args = tuple(extra_args)
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="delayq-chaos-mariadb-")
-        data = os.path.join(self.dir, "data")
-        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root",
-                        "--auth-root-authentication-method=normal", "--skip-test-db"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        install_datadir(self.dir)
         self.proc: subprocess.Popen | None = None
         self.start()
         subprocess.run(["mariadb", "-uroot", "-h127.0.0.1", f"-P{self.port}", "-e", "CREATE DATABASE test"], check=True)
@@ -83,7 +100,8 @@ class PrivateMariaDB:
         self.proc = subprocess.Popen(
             ["/usr/sbin/mariadbd", "--no-defaults", f"--datadir={self.dir}/data", f"--port={self.port}",
              "--bind-address=127.0.0.1", f"--socket={self.dir}/sock", "--user=root", "--skip-log-bin",
-             f"--innodb-buffer-pool-size={self.buffer_pool}", f"--pid-file={self.dir}/pid", *self.extra_args],
+             f"--innodb-buffer-pool-size={self.buffer_pool}", f"--pid-file={self.dir}/pid",
+             f"--tmpdir={self.dir}/tmp", *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "server.log"), "a"))
         wait_port(self.port)
 

@@ -134,6 +134,15 @@ def two_servers():
                 shutil.rmtree(server.dir, ignore_errors=True)
 
 
+def test_servers_installed_side_by_side_each_keep_their_own_tmpdir(two_servers):
+    """A mariadbd starting removes the #sql* files in its tmpdir: two sharing /tmp broke each other's bootstrap
+    (CI, stop 32: mariadb-install-db exit 1). Each private server's tmpdir is its own."""
+    for server in two_servers:
+        with pymysql.connect(host="127.0.0.1", port=server.port, user="root") as conn, conn.cursor() as cur:
+            cur.execute("SELECT @@tmpdir")
+            assert cur.fetchone()[0].rstrip("/") == os.path.join(server.dir, "tmp")
+
+
 def kill(server: PrivateMariaDB) -> None:
     """SIGKILL of that server's mariadbd, by its pid: its sockets close, as when a host's database dies."""
     os.kill(server.proc.pid, signal.SIGKILL)
