@@ -241,6 +241,20 @@ def test_a_runner_late_or_nonzero_or_with_open_stdout_after_sigterm_is_flagged()
     assert "stdout still open forever" in reasons(stdout, 5)
 
 
+def test_a_sigterm_in_the_interpreters_start_up_is_an_allowance_but_later_or_after_a_run_it_is_flagged():
+    # the fault check's long run at 7c26f6e: exit -15, no line, SIGTERM a moment after the spawn
+    early = life(started=10.0, sigterm=10.05, exited=10.06, eof=10.06, code=-15, workers=())
+    rep = report([], [], lives=[early])
+    assert rep.violations == [] and rep.figures["allowances"] == {"runner_ended_by_sigterm_before_its_first_statement": 1}
+    late = life(started=10.0, sigterm=12.0, exited=12.01, eof=12.01, code=-15, workers=())
+    assert "exit code -15 after SIGTERM" in reasons(report([], [], lives=[late]), 5)
+    ran = life(started=10.0, sigterm=10.5, exited=10.6, eof=10.6, code=-15, workers=())
+    history = [start(1, pid=100, t=10.2), end(1, pid=100, t=10.3)]
+    assert "exit code -15 after SIGTERM" in reasons(report(history, [row(1)], [attempt(1, t=10.2)], lives=[ran]), 5)
+    spoke = life(started=10.0, sigterm=10.05, exited=10.06, eof=10.06, code=-15, workers=(), stderr=["Traceback"])
+    assert "exit code -15 after SIGTERM" in reasons(report([], [], lives=[spoke]), 5)
+
+
 def test_descendants_left_alive_are_flagged_except_after_kill9_where_they_are_a_figure():
     left = report([], [], lives=[life(left=[777])])
     assert "outlived it" in reasons(left, 5)

@@ -192,7 +192,8 @@ class MySQLStore(SqlStore):
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
                 "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "",
-                "scan_by_id": "FORCE INDEX (PRIMARY)", "on_jobs": f"ON {prefix}_jobs"}
+                "scan_by_id": "FORCE INDEX (PRIMARY)", "not_by_id_order": "IGNORE INDEX FOR ORDER BY (PRIMARY)",
+                "on_jobs": f"ON {prefix}_jobs"}
 
     def _connect(self, autocommit: bool = False) -> Any:
         """A new session: on the URL's host, or with several, on the first that answers (mysql_hosts.Hosts)."""

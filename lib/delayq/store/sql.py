@@ -54,8 +54,8 @@ class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, 
 
     # -- dialect hooks -------------------------------------------------------
     def _tokens(self, prefix: str) -> dict[str, str]:
-        """The dialect's values for the {table_options}, {for_update}, {skip_locked}, {jobs_ix}, {scan_by_id} and {on_jobs}
-        tokens."""
+        """The dialect's values for the {table_options}, {for_update}, {skip_locked}, {jobs_ix}, {scan_by_id},
+        {not_by_id_order} and {on_jobs} tokens (sql/queries.sql says what each is)."""
         raise NotImplementedError
 
     def _connect(self) -> Any:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
+from ..jobs import PENDING, STATUSES, SUCCEEDED
 from ..search import TIME_FIELDS, JobFilter
 from .base import Bucket
+
+# Statuses whose rows stay few (running: the runners' threads; failed, cancelled, timed out: until purged): a page
+# of them reads their entries in by_claim, however many pending and succeeded rows are newer (search_jobs).
+FEW = frozenset(STATUSES) - {PENDING, SUCCEEDED}
 
 
 def escape_like(text: str) -> str:
@@ -65,6 +70,7 @@ class ReportingSql:
 
     def search(self, f: JobFilter, before: int | None, limit: int) -> list[dict]:
         parts, params, tokens = where(f)
+        tokens["order"] = self.tokens["not_by_id_order"] if f.statuses and set(f.statuses) <= FEW else ""
         with self.tx(write=False) as cur:
             cur.execute(*self.q.compose("search_jobs", parts, tokens, before=before or 2**62, limit=limit, **params))
             names = [d[0] for d in cur.description]

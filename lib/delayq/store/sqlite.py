@@ -38,7 +38,8 @@ class SQLiteStore(SqlStore):
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "", "for_update": "", "skip_locked": "", "jobs_ix": f"{prefix}_jobs_",
-                "scan_by_id": "NOT INDEXED", "on_jobs": ""}
+                "scan_by_id": "NOT INDEXED", "not_by_id_order": "",
+                "on_jobs": ""}
 
     def _connect(self) -> Any:
         parent = os.path.dirname(os.path.abspath(self.path))

@@ -11,6 +11,7 @@
 --   {for_update}                            MySQL: FOR UPDATE; SQLite: nothing (BEGIN IMMEDIATE holds the one write lock)
 --   {skip_locked}                           MySQL: FOR UPDATE SKIP LOCKED; SQLite: nothing
 --   {scan_by_id}                            MySQL: FORCE INDEX (PRIMARY); SQLite: NOT INDEXED (the rowid still serves)
+--   {not_by_id_order}                       MySQL: IGNORE INDEX FOR ORDER BY (PRIMARY); SQLite: nothing
 --   {include:NAME}                          the text of query NAME (one query shared by two others)
 -- Times are epoch seconds (DOUBLE / REAL), durations seconds.
 
@@ -401,8 +402,11 @@ ORDER BY id DESC LIMIT :limit
 
 -- name: search_jobs
 -- Jobs matching a filter, newest first, one keyset page below :before ({where}: the filter's fragments, AND-ed).
+-- {order}: empty, or {not_by_id_order} when the filter's statuses are few (failed, cancelled...): the optimizer,
+-- which reckons matches spread evenly, would walk the primary key back through every newer row (the pending
+-- backlog) to find a page of old failures; this way it reads that status's entries in by_claim and sorts them.
 SELECT id, queue, ext, callable, status, attempts, max_attempts, priority, due_at, created_at, finished_at, last_error
-FROM {jobs} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
+FROM {jobs} {order} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
 
 -- name: search_keys
 -- Id, queue and status of the jobs matching a filter, one keyset page below :before (what a bulk action walks).
