@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 LEASE_RAN_OUT = "interrupted: lease ran out (its runner was killed, hung or cut off)"
 PAGE = 5000
+SPAN = 200_000          # ids one page's read walks at most: pending rows may sit behind millions of finished ones
 
 Judge = Callable[[Job], "Result | None"]        # what is known of one job's run; None: it never began
 
@@ -195,15 +196,16 @@ def reconcile(store: MaintenanceStore, index: DueIndex, clock: Clock,
         return result    # the rows are the index: nothing to rebuild
     result.restored += index.catch_up()
     seen = array("q")
-    after = 0
-    while True:
-        page = store.pending_page(after, PAGE)
+    after, top = 0, store.max_job_id()     # a job written after this wrote its own entry (enqueue, the outbox)
+    while after < top:
+        upto = min(after + SPAN, top)
+        page = store.pending_page(after, upto, PAGE)
+        after = page[-1][0] if len(page) == PAGE else upto
         if not page:
-            break
+            continue
         result.scanned += len(page)
         result.restored += index.restore(page, clock.now())
         seen.extend(job for job, _, _, _ in page)
-        after = page[-1][0]
         if progress:
             progress(len(page))
     now = clock.now()

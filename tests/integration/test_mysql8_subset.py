@@ -175,7 +175,7 @@ def _maintenance_and_reports(store) -> None:
     [kept] = store.insert_jobs([spec(queue="o")], NOW, index_pending=True)
     assert store.outbox(10) == [(kept.id, "o", NOW, 0)]
     store.outbox_done([kept.id])
-    page = store.pending_page(0, 1000)
+    page = store.pending_page(0, store.max_job_id(), 1000)
     assert kept.id in [job for job, _, _, _ in page]
     newer, last = store.newer_rows(kept.id - 1, NOW + 1, 10)
     assert newer == [(kept.id, "o", NOW, 0)] and last == kept.id == store.max_job_id()

@@ -230,6 +230,26 @@ def test_rebuild_restores_a_flushed_index(redis_q, clock):
     assert sum(run(q, batch=500).succeeded for _ in range(3)) == len(jobs)
 
 
+def test_a_rebuild_reads_a_span_of_ids_at_a_time_past_finished_rows_and_pages_within_one(redis_q, clock, monkeypatch):
+    """Pending rows behind a block of finished ones: each read walks SPAN ids at most (10 million finished rows in
+    one statement would outlast DELAYQ_DB_TIMEOUT), and a span with more than a PAGE of pending rows is read on."""
+    q = redis_q
+    monkeypatch.setattr(recovery, "SPAN", 7)
+    monkeypatch.setattr(recovery, "PAGE", 3)
+    done = q.enqueue_many([{"call": NOOP} for _ in range(20)])
+    q.store.cancel_ids([j.id for j in done], clock.now())
+    pending = q.enqueue_many([{"call": NOOP, "delay": 1} for _ in range(11)])
+    reads = []
+    real = q.store.pending_page
+    monkeypatch.setattr(q.store, "pending_page", lambda a, u, n: reads.append((a, u)) or real(a, u, n))
+    q.index.r.delete(*q.index.keys("default"))
+    result = recovery.reconcile(q.store, q.index, q.clock)
+    assert (result.scanned, result.restored) == (11, 11)
+    assert all(0 < upto - after <= 7 for after, upto in reads) and reads[-1][1] == pending[-1].id
+    clock.advance(2)
+    assert run(q, batch=50).succeeded == 11
+
+
 def test_rebuild_drops_stale_members_and_frees_stranded_claims(redis_q, clock):
     q = redis_q
     gone = q.enqueue(NOOP)

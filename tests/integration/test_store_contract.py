@@ -463,10 +463,11 @@ def test_newer_rows_walk_the_keys_up_to_the_first_row_too_new_to_judge(store):
 
 def test_pending_pages_walk_the_keys(store):
     rows = store.insert_jobs([spec(priority=i % 3) for i in range(7)], NOW)
-    first = store.pending_page(0, 4)
-    rest = store.pending_page(first[-1][0], 4)
+    first = store.pending_page(0, rows[-1].id, 4)
+    rest = store.pending_page(first[-1][0], rows[-1].id, 4)
     assert [r[0] for r in first + rest] == [r.id for r in rows]
     assert first[1] == (rows[1].id, "default", NOW, 1)
+    assert [r[0] for r in store.pending_page(rows[1].id, rows[3].id, 4)] == [rows[2].id, rows[3].id]   # upto bounds
 
 
 def test_alerts_retry_and_purge(store):

@@ -279,8 +279,9 @@ class MaintenanceStore(ABC):
         ClaimStore.finish and unclaim, conditional on the token read here."""
 
     @abstractmethod
-    def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
-        """(id, queue, due_at, priority) of pending jobs with id > after_id, in id order (keyset pages)."""
+    def pending_page(self, after_id: int, upto_id: int, limit: int) -> list[tuple[int, str, float, int]]:
+        """(id, queue, due_at, priority) of pending jobs with after_id < id <= upto_id, in id order, `limit` at most
+        (keyset pages; upto_id bounds the rows one read walks)."""
 
     @abstractmethod
     def newer_rows(self, after_id: int, before: float, limit: int) -> tuple[list[tuple[int, str, float, int]], int]:

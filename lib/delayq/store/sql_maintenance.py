@@ -29,9 +29,9 @@ class MaintenanceSql:
             return rows_to_jobs(self.run(cur, "expired_leases", now=now, limit=limit))
 
     # -- the due index: rebuild and outbox -----------------------------------
-    def pending_page(self, after_id: int, limit: int) -> list[tuple[int, str, float, int]]:
+    def pending_page(self, after_id: int, upto_id: int, limit: int) -> list[tuple[int, str, float, int]]:
         with self.tx(write=False) as cur:
-            packed = self.run(cur, "pending_page", after=after_id, limit=limit).fetchone()[0]
+            packed = self.run(cur, "pending_page", after=after_id, upto=upto_id, limit=limit).fetchone()[0]
         rows = json.loads(packed) if packed else []
         return sorted((int(job), queue, float(due), int(priority)) for job, queue, due, priority in rows)
 

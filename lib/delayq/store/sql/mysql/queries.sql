@@ -35,9 +35,10 @@ FROM JSON_TABLE(:rows, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', attempt INT PA
 -- One page of pending jobs in id order, packed into one JSON array of [id, queue, due_at, priority] (one value to
 -- decode instead of a row each; keyset pagination on the primary key, for rebuilding the due index).
 -- No index on status alone: it would cost every claim and outcome an index update; this rare scan pays instead.
+-- :upto bounds the ids one statement reads (recovery.SPAN): pending rows may sit behind millions of finished ones.
 -- The array's order is not promised (MySQL 8 documents no ORDER BY inside JSON_ARRAYAGG): the caller sorts.
 SELECT JSON_ARRAYAGG(JSON_ARRAY(id, queue, due_at, priority)) FROM (SELECT id, queue, due_at, priority FROM {jobs} FORCE INDEX (PRIMARY)
-WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit) AS page
+WHERE status = 'pending' AND id > :after AND id <= :upto ORDER BY id LIMIT :limit) AS page
 
 -- name: select_claimed_packed
 -- The jobs a claim token holds, as one JSON array of arrays, each in select_claimed's column order (a claim of 500

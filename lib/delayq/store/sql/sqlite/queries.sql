@@ -28,9 +28,9 @@ FROM json_each(:rows)
 
 -- name: pending_page
 -- One page of pending jobs in id order, packed into one JSON array of [id, queue, due_at, priority]
--- (keyset pagination on the primary key, for rebuilding the due index).
+-- (keyset pagination on the primary key, for rebuilding the due index; ids after :after up to :upto).
 SELECT json_group_array(json_array(id, queue, due_at, priority)) FROM (SELECT id, queue, due_at, priority FROM {jobs}
-WHERE status = 'pending' AND id > :after ORDER BY id LIMIT :limit)
+WHERE status = 'pending' AND id > :after AND id <= :upto ORDER BY id LIMIT :limit)
 
 -- name: select_claimed_packed
 -- Rows, as select_claimed: sqlite3 decodes columns in C, and SQLite's JSON keeps only 15 digits of a REAL.
