@@ -12,6 +12,7 @@
 --   {skip_locked}                           MySQL: FOR UPDATE SKIP LOCKED; SQLite: nothing
 --   {scan_by_id}                            MySQL: FORCE INDEX (PRIMARY); SQLite: NOT INDEXED (the rowid still serves)
 --   {not_by_id_order}                       MySQL: IGNORE INDEX FOR ORDER BY (PRIMARY); SQLite: nothing
+--   {by_queue}                              MySQL: FORCE INDEX (by_queue); SQLite: nothing
 --   {include:NAME}                          the text of query NAME (one query shared by two others)
 -- Times are epoch seconds (DOUBLE / REAL), durations seconds.
 
@@ -405,6 +406,7 @@ ORDER BY id DESC LIMIT :limit
 -- {order}: empty, or {not_by_id_order} when the filter's statuses are few (failed, cancelled...): the optimizer,
 -- which reckons matches spread evenly, would walk the primary key back through every newer row (the pending
 -- backlog) to find a page of old failures; this way it reads that status's entries in by_claim and sorts them.
+-- Or {by_queue} for a queue: its rows alone, newest first (sql_reporting.ReportingSql._order).
 SELECT id, queue, ext, callable, status, attempts, max_attempts, priority, due_at, created_at, finished_at, last_error
 FROM {jobs} {order} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
 

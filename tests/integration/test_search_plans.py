@@ -1,0 +1,75 @@
+"""Which index MariaDB reads for the searches issue 26 timed (benchmarks/scale.py measures them at 20 million rows):
+the shape of the world there, small. Old finished jobs in four queues (a few failed, a few finished just now), then
+a block of newer pending jobs in `default`; the plan of each search as Reports.search sends it. Without migration
+14's indexes these fail; the hints of sql_reporting._order change the plan only at millions of rows, where the
+optimizer's estimates mislead it: their effect is measured by `make bench-scale`, not here."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from delayq.jobs import JobSpec
+from delayq.search import JobFilter
+from delayq.store.sql_reporting import where
+from tests.conftest import make_backend
+
+QUEUES = ("default", "sms", "mail", "erp")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    from delayq.clock import FakeClock
+    backend = make_backend("mysql", tmp_path_factory.mktemp("plans"), FakeClock())
+    store = backend.manager().store
+    now = time.time()
+    old = [JobSpec(call="examples.shop:noop", args_json="{}", due_at=now - 86400, queue=QUEUES[i % 4],
+                   ext=f"order:{i}") for i in range(3000)]
+    low = min(r.id for r in store.insert_jobs(old, now))
+    store.insert_jobs([JobSpec(call="examples.shop:noop", args_json="{}", due_at=now + 86400 + i, ext=f"order:{i}")
+                       for i in range(3000, 9000)], now)
+    backend.sql("UPDATE {jobs} SET status = CASE WHEN MOD(id, 100) = 7 THEN 'failed' ELSE 'succeeded' END, "
+                "finished_at = ? WHERE id < ?", now - 86000, low + 3000)
+    backend.sql("UPDATE {jobs} SET finished_at = ? WHERE id < ?", now - 60, low + 4)
+    backend.sql("ANALYZE TABLE {jobs}")
+    store.failed_ids = {r[0] for r in backend.sql("SELECT id FROM {jobs} WHERE status = 'failed'")}
+    yield store, now
+    backend.cleanup()
+
+
+def index_read(store, f: JobFilter) -> str:
+    parts, params, tokens = where(f.checked())
+    tokens["order"] = store._order(f)
+    sql, bound = store.q.compose("search_jobs", parts, tokens, before=2**62, limit=51, **params)
+    with store.tx(write=False) as cur:
+        cur.execute("EXPLAIN " + sql, bound)
+        names = [d[0] for d in cur.description]
+        return dict(zip(names, cur.fetchone()))["key"]
+
+
+def test_a_queue_reads_by_queue(world):
+    store, _ = world
+    assert index_read(store, JobFilter(queues=("sms",))) == "by_queue"
+
+
+def test_failed_reads_its_by_claim_entries_not_the_primary_key_back_through_the_backlog(world):
+    store, _ = world
+    assert index_read(store, JobFilter(statuses=("failed",))) == "by_claim"
+    assert index_read(store, JobFilter(statuses=("failed",), ext_prefix="order:")) == "by_claim"
+
+
+def test_finished_in_the_last_minutes_reads_by_finished(world):
+    store, now = world
+    assert index_read(store, JobFilter(time_field="finished", since=now - 600)) == "by_finished"
+
+
+def test_the_pages_find_what_the_rows_hold(world):
+    store, now = world
+    failed = store.search(JobFilter(statuses=("failed",)).checked(), None, 100)
+    assert {r["id"] for r in failed} == store.failed_ids and len(failed) >= 29
+    assert [r["id"] for r in failed] == sorted((r["id"] for r in failed), reverse=True)
+    recent = store.search(JobFilter(time_field="finished", since=now - 600).checked(), None, 100)
+    assert len(recent) == 4
+    sms = store.search(JobFilter(queues=("sms",)).checked(), None, 10)
+    assert len(sms) == 10 and {r["queue"] for r in sms} == {"sms"}
