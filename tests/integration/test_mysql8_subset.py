@@ -189,6 +189,8 @@ def _maintenance_and_reports(store) -> None:
                            ext_prefix=None, since=NOW - 1, until=NOW + 1, time_field="due")
     assert [j["id"] for j in store.search(everything, None, 10)] == [kept.id]
     assert store.count(JobFilter(call="examples.", ext="u", error="x")) == []
+    few = store.search(JobFilter(queues=("c",), statuses=(FAILED,), call="examples."), None, 10)   # two steps
+    assert few and {j["status"] for j in few} == {FAILED} and store.search(JobFilter(queues=("c",)), None, 1)
     snapshot = JobFilter(ids=(kept.id,), arg=("k", "v"), upto_id=kept.id, as_of=NOW + 1, above_id=0)
     assert store.count(snapshot) == [] and store.count_upto(JobFilter(ids=(kept.id,), upto_id=kept.id), 5) == 1
     assert store.search_keys(JobFilter(statuses=(PENDING,), timed_out=True), None, 10, by_id=True) == []

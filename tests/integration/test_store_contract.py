@@ -726,6 +726,30 @@ def test_search_pages_by_key_with_every_filter(store):
     assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]
 
 
+def test_a_search_of_the_few_statuses_with_a_prefix_reads_ids_a_step_at_a_time_and_finds_the_same_page(store,
+                                                                                                          monkeypatch):
+    """ext_prefix + failed (issue 26): the failed ids from by_claim FEW_IDS at a time, then their rows; the page is
+    the one a single statement finds, newest first, across steps that find nothing."""
+    from delayq.store import sql_reporting
+    monkeypatch.setattr(sql_reporting, "FEW_IDS", 3)
+    failed = []
+    for i in range(12):
+        [job] = started(store, ext=f"{'order' if i % 3 else 'gift'}:{i}", queue="a" if i % 2 else "b")
+        store.finish([Outcome(job, FAILED, NOW, NOW, "boom")], NOW)
+        failed.append(job.id)
+    store.insert_jobs([spec(ext=f"order:p{i}") for i in range(5)], NOW)            # pending: not among them
+    want = [j for i, j in enumerate(failed) if i % 3][::-1]
+    by = lambda before=None, limit=100, **kw: [r["id"] for r in store.search(     # noqa: E731
+        JobFilter(statuses=("failed",), ext_prefix="order:", **kw).checked(), before, limit)]
+    steps: list[str] = []
+    compose = store.q.compose
+    monkeypatch.setattr(store.q, "compose", lambda name, *a, **k: steps.append(name) or compose(name, *a, **k))
+    assert by() == want and steps.count("search_few_ids") == 5         # 12 failed ids, 3 a step, then none
+    assert by(limit=5) == want[:5] and by(before=want[4]) == want[5:]
+    assert by(queues=("a",)) == [j for i, j in enumerate(failed) if i % 3 and i % 2][::-1]
+    assert by(call="examples.shop:") == want and by(call="nope.") == []
+
+
 def test_search_by_one_argument_compares_its_value_as_text(store):
     """Issue 24: search by arguments. A top-level key of the JSON args equal to a value, a number or a string alike;
     a key with a quote or a dot in it is refused (it would be a path), and the snapshot of a bulk preview narrows."""

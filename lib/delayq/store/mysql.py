@@ -193,7 +193,7 @@ class MySQLStore(SqlStore):
         return {"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "for_update": "FOR UPDATE",
                 "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "",
                 "scan_by_id": "FORCE INDEX (PRIMARY)", "not_by_id_order": "IGNORE INDEX FOR ORDER BY (PRIMARY)",
-                "by_queue": "FORCE INDEX (by_queue)",
+                "by_queue": "FORCE INDEX (by_queue)", "by_claim": "FORCE INDEX (by_claim)",
                 "on_jobs": f"ON {prefix}_jobs"}
 
     def _connect(self, autocommit: bool = False) -> Any:

@@ -55,7 +55,7 @@ class SqlStore(SchemaSql, JobsSql, ClaimsSql, LimitsSql, OutcomesSql, StepsSql, 
     # -- dialect hooks -------------------------------------------------------
     def _tokens(self, prefix: str) -> dict[str, str]:
         """The dialect's values for the {table_options}, {for_update}, {skip_locked}, {jobs_ix}, {scan_by_id},
-        {not_by_id_order} and {on_jobs} tokens (sql/queries.sql says what each is)."""
+        {not_by_id_order}, {by_queue}, {by_claim} and {on_jobs} tokens (sql/queries.sql says what each is)."""
         raise NotImplementedError
 
     def _connect(self) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any, Sequence
 
 from ..jobs import PENDING, STATUSES, SUCCEEDED
@@ -12,6 +13,14 @@ from .base import Bucket
 # Statuses whose rows stay few (running: the runners' threads; failed, cancelled, timed out: until purged): a page
 # of them reads their entries in by_claim, however many pending and succeeded rows are newer (search_jobs).
 FEW = frozenset(STATUSES) - {PENDING, SUCCEEDED}
+FEW_IDS = 500           # ids a step of _search_few reads from by_claim
+
+
+def _few_and_more(f: JobFilter) -> bool:
+    """Only the few statuses, and a fragment that needs the row (not ids, not one business key: both narrow)."""
+    needs_row = f.timed_out or any(x is not None for x in (f.call, f.ext_prefix, f.since, f.until, f.error, f.arg,
+                                                             f.as_of))
+    return bool(f.statuses) and set(f.statuses) <= FEW and not f.ids and f.ext is None and needs_row
 
 
 def escape_like(text: str) -> str:
@@ -69,12 +78,37 @@ class ReportingSql:
     tokens: dict[str, str]
 
     def search(self, f: JobFilter, before: int | None, limit: int) -> list[dict]:
+        if _few_and_more(f):
+            return self._search_few(f, before or 2**62, limit)
+        return self._search(f, before or 2**62, limit, self._order(f))
+
+    def _search(self, f: JobFilter, before: int, limit: int, order: str) -> list[dict]:
         parts, params, tokens = where(f)
-        tokens["order"] = self._order(f)
+        tokens["order"] = order
         with self.tx(write=False) as cur:
-            cur.execute(*self.q.compose("search_jobs", parts, tokens, before=before or 2**62, limit=limit, **params))
+            cur.execute(*self.q.compose("search_jobs", parts, tokens, before=before, limit=limit, **params))
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def _search_few(self, f: JobFilter, before: int, limit: int) -> list[dict]:
+        """The few statuses with a fragment by_claim cannot judge (a business-key prefix, a callable, a time...):
+        FEW_IDS of their ids at a time from by_claim alone (no row read), newest first, then those rows with the
+        whole filter, until a page is found. One statement would read every failed row for its business key
+        (156 ms for ext_prefix + failed at 20 million rows, 20,000 of them failed)."""
+        narrow = JobFilter(statuses=f.statuses, queues=f.queues, upto_id=f.upto_id, above_id=f.above_id)
+        parts, params, tokens = where(narrow)
+        found: list[dict] = []
+        while len(found) < limit:
+            with self.tx(write=False) as cur:
+                cur.execute(*self.q.compose("search_few_ids", parts, tokens, before=before, limit=FEW_IDS, **params))
+                ids = [int(row[0]) for row in cur.fetchall()]
+            if not ids:
+                break
+            found += self._search(replace(f, ids=tuple(ids)), before, limit - len(found), "")
+            if len(ids) < FEW_IDS:
+                break
+            before = ids[-1]
+        return found
 
     def _order(self, f: JobFilter) -> str:
         """search_jobs' index hint. Ids and a business key are narrow: the optimizer picks well. The few statuses:

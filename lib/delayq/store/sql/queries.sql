@@ -13,6 +13,7 @@
 --   {scan_by_id}                            MySQL: FORCE INDEX (PRIMARY); SQLite: NOT INDEXED (the rowid still serves)
 --   {not_by_id_order}                       MySQL: IGNORE INDEX FOR ORDER BY (PRIMARY); SQLite: nothing
 --   {by_queue}                              MySQL: FORCE INDEX (by_queue); SQLite: nothing
+--   {by_claim}                              MySQL: FORCE INDEX (by_claim); SQLite: nothing
 --   {include:NAME}                          the text of query NAME (one query shared by two others)
 -- Times are epoch seconds (DOUBLE / REAL), durations seconds.
 
@@ -409,6 +410,11 @@ ORDER BY id DESC LIMIT :limit
 -- Or {by_queue} for a queue: its rows alone, newest first (sql_reporting.ReportingSql._order).
 SELECT id, queue, ext, callable, status, attempts, max_attempts, priority, due_at, created_at, finished_at, last_error
 FROM {jobs} {order} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
+
+-- name: search_few_ids
+-- The ids of jobs of the few statuses (and queues, and an id window) below :before, newest first, from by_claim's
+-- entries alone ({by_claim}): the first step of a search of those statuses with a fragment the index lacks.
+SELECT id FROM {jobs} {by_claim} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
 
 -- name: search_keys
 -- Id, queue and status of the jobs matching a filter, one keyset page below :before (what a bulk action walks).
