@@ -16,11 +16,16 @@ FEW = frozenset(STATUSES) - {PENDING, SUCCEEDED}
 FEW_IDS = 500           # ids a step of _search_few reads from by_claim
 
 
+def _few(f: JobFilter) -> bool:
+    """Only the few statuses, and no narrower key (ids, one business key: the optimizer picks well for those)."""
+    return bool(f.statuses) and set(f.statuses) <= FEW and not f.ids and f.ext is None
+
+
 def _few_and_more(f: JobFilter) -> bool:
-    """Only the few statuses, and a fragment that needs the row (not ids, not one business key: both narrow)."""
+    """_few, and a fragment that needs the row."""
     needs_row = f.timed_out or any(x is not None for x in (f.call, f.ext_prefix, f.since, f.until, f.error, f.arg,
                                                              f.as_of))
-    return bool(f.statuses) and set(f.statuses) <= FEW and not f.ids and f.ext is None and needs_row
+    return _few(f) and needs_row
 
 
 def escape_like(text: str) -> str:
@@ -78,9 +83,10 @@ class ReportingSql:
     tokens: dict[str, str]
 
     def search(self, f: JobFilter, before: int | None, limit: int) -> list[dict]:
+        before = before or 2**62
         if _few_and_more(f):
-            return self._search_few(f, before or 2**62, limit)
-        return self._search(f, before or 2**62, limit, self._order(f))
+            return self._search_few(f, before, limit)
+        return self._search(f, before, limit, self._order(f))
 
     def _search(self, f: JobFilter, before: int, limit: int, order: str) -> list[dict]:
         parts, params, tokens = where(f)
@@ -115,10 +121,10 @@ class ReportingSql:
         their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
         alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). A queue
         and a common status (pending, succeeded): no index narrows both, the optimizer chooses."""
+        if _few(f):
+            return self.tokens["not_by_id_order"]
         if f.ids or f.ext is not None:
             return ""
-        if f.statuses and set(f.statuses) <= FEW:
-            return self.tokens["not_by_id_order"]
         return self.tokens["by_queue"] if f.queues and not f.statuses else ""
 
     def search_keys(self, f: JobFilter, before: int | None, limit: int,
