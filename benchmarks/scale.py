@@ -90,6 +90,16 @@ P95_MS, LATE_P99_MS, STALL_MS, FLAT = 100.0, 1000.0, 100.0, 0.10       # issue 2
 FOUR = (("overview", ""), ("status failed", "jobs?status=failed"),
         ("finished in the last 10 minutes", "jobs?time=finished&since=10m"),
         ("ext prefix order: + status failed", "jobs?ext_prefix=order:&status=failed"))
+# Read around each bulk enqueue (median a side): pages read from disk, waits for a free page, pages flushed.
+BULK_KEYS = ("Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_wait_free",
+             "Innodb_buffer_pool_pages_flushed", "Innodb_data_fsyncs")
+# Sampled every SAMPLE_S during purge: what the longest gap between the stream's completions coincides with.
+SAMPLE_KEYS = ("Innodb_checkpoint_age", "Innodb_history_list_length", "Innodb_log_waits",
+               "Innodb_buffer_pool_wait_free", "Innodb_buffer_pool_pages_dirty", "Innodb_row_lock_waits",
+               "Innodb_data_pending_fsyncs", "Innodb_os_log_pending_fsyncs")
+SAMPLE_S = 0.1
+LONG_STATEMENTS = ("SELECT TIME_MS, LEFT(REPLACE(INFO, '\\n', ' '), 90) FROM information_schema.PROCESSLIST "
+                   "WHERE COMMAND = 'Query' AND TIME_MS >= 50 AND INFO NOT LIKE '%PROCESSLIST%' ORDER BY TIME_MS DESC")
 STATUS_KEYS = ("Handler_write", "Handler_update", "Handler_delete", "Innodb_data_fsyncs", "Innodb_log_writes",
                "Innodb_os_log_written", "Com_commit", "Handler_commit", "Binlog_commits", "Binlog_group_commits")
 
@@ -452,9 +462,12 @@ def enqueue_on(w: World) -> dict:
     try:
         client.enqueue_many({"call": NOOP, "delay": 30 * DAY} for _ in range(100))     # warm-up
         single = ENQ_THREADS * ENQ_EACH / _enqueue_from(client, ENQ_THREADS, ENQ_EACH)
+        before = _status(w, BULK_KEYS)
         t0 = time.perf_counter()
         client.enqueue_many({"call": NOOP, "delay": 30 * DAY} for _ in range(ENQ_BULK))
-        return {"single": single, "bulk": ENQ_BULK / (time.perf_counter() - t0)}
+        rate = ENQ_BULK / (time.perf_counter() - t0)
+        after = _status(w, BULK_KEYS)
+        return {"single": single, "bulk": rate, "bulk_server": {k: after[k] - before[k] for k in after}}
     finally:
         client.close()
 
@@ -465,6 +478,7 @@ def runner_figures(world: World, servers: dict) -> dict:
     time: a server started again has another): where a gap comes from."""
     runs: dict[str, dict[str, list[float]]] = {k: {"empty": [], "loaded": []} for k in ("burst", "io", "single", "bulk")}
     cpu: dict[str, dict[str, list[float]]] = {name: {"empty": [], "loaded": []} for name in servers}
+    bulk_server: dict[str, dict[str, list[float]]] = {"empty": {}, "loaded": {}}
     for _ in range(RUNS):
         for side in ("empty", "loaded"):
             used: dict[str, float] = {}
@@ -476,6 +490,8 @@ def runner_figures(world: World, servers: dict) -> dict:
             enq = _on(world, side, enqueue_on)
             runs["single"][side].append(enq["single"])
             runs["bulk"][side].append(enq["bulk"])
+            for k, v in enq["bulk_server"].items():
+                bulk_server[side].setdefault(k, []).append(v)
             print(f"scale: runner, {side}: burst {runs['burst'][side][-1]:.0f}, io {runs['io'][side][-1]:.0f}, "
                   f"single {enq['single']:.0f}, bulk {enq['bulk']:.0f} jobs/s", file=sys.stderr, flush=True)
     out = {}
@@ -485,6 +501,7 @@ def runner_figures(world: World, servers: dict) -> dict:
                      "empty_runs": [round(x) for x in sides["empty"]], "loaded_runs": [round(x) for x in sides["loaded"]]}
     out["burst"]["cpu_us_a_job"] = {name: {side: round(statistics.median(v), 1) for side, v in sides.items()}
                                     for name, sides in cpu.items()}
+    out["bulk"]["server"] = {side: {k: statistics.median(v) for k, v in keys.items()} for side, keys in bulk_server.items()}
     return out
 
 
@@ -556,8 +573,50 @@ def under_stream(w: World, action, settle: float = 3.0) -> dict:
         runner.stop()
     rows = w.sql(f"SELECT j.due_at, a.started_at, a.finished_at FROM {{attempts}} a JOIN {{jobs}} j ON j.id = a.job_id "
                  f"WHERE j.id > {mark} AND j.callable = %s", (NOOP,))
-    return {**result, "seconds": round(ended - began, 1), "stream_jobs": len(rows), "rate": RATE,
+    return {**result, "seconds": round(ended - began, 1), "stream_jobs": len(rows), "rate": RATE, "began_at": began,
             "during": _lateness(rows, began, ended), "before": _lateness(rows, began - settle, began)}
+
+
+class Sampler(threading.Thread):
+    """SHOW GLOBAL STATUS's SAMPLE_KEYS every SAMPLE_S s on its own connection, until halt(): (epoch s, values)."""
+
+    def __init__(self, w: World):
+        super().__init__(daemon=True)
+        self.admin, self.halted, self.samples = Admin(w.config.database_url, w.prefix), threading.Event(), []
+
+    def run(self) -> None:
+        while not self.halted.wait(SAMPLE_S):
+            values: dict = _status(self.admin, SAMPLE_KEYS)
+            values["statements"] = [f"{ms / 1000:.1f} s: {text}" for ms, text in self.admin.sql(LONG_STATEMENTS)]
+            self.samples.append((time.time(), values))
+
+    def halt(self) -> list[tuple[float, dict]]:
+        self.halted.set()
+        self.join()
+        self.admin.close()
+        return self.samples
+
+
+def around_gap(samples: list[tuple[float, dict]], x: dict) -> dict:
+    """What the server's counters did in the longest gap between the stream's completions (and the second before
+    it), beside the whole run: the gauges' largest value, the counters' increase."""
+    during = x.get("during", {})
+    if not samples or "longest_gap_ended_s" not in during:
+        return {}
+    end = x["began_at"] + during["longest_gap_ended_s"]
+    start = end - during["longest_gap_ms"] / 1000 - 1.0
+    near = [v for t, v in samples if start <= t <= end + SAMPLE_S] or [samples[-1][1]]
+    every = [v for _, v in samples]
+    counters = ("Innodb_log_waits", "Innodb_buffer_pool_wait_free", "Innodb_row_lock_waits")
+
+    def figures(rows: list[dict]) -> dict:
+        return {k: (rows[-1].get(k, 0) - rows[0].get(k, 0)) if k in counters else max(r.get(k, 0) for r in rows)
+                for k in SAMPLE_KEYS}
+    statements = list(dict.fromkeys(text.split(": ", 1)[1] for v in near for text in v["statements"]))
+    longest = max((float(text.split(" s: ")[0]), text) for v in every for text in v["statements"]) \
+        if any(v["statements"] for v in every) else (0, "")
+    return {"gap": {**figures(near), "statements": statements[:8]}, "run": figures(every), "samples": len(samples),
+            "longest_statement": longest[1]}
 
 
 def _lateness(rows, since: float, until: float) -> dict:
@@ -603,7 +662,13 @@ def purge(w: World) -> dict:
         seconds = time.monotonic() - t0
         deleted = json.loads(done.stdout.strip().splitlines()[-1])["total"]
         return {"deleted": deleted, "jobs_per_s": round(deleted / seconds)}
-    out = under_stream(w, run)
+    sampler = Sampler(w)
+    sampler.start()
+    try:
+        out = under_stream(w, run)
+    finally:
+        samples = sampler.halt()
+    out["server"] = around_gap(samples, out)
     out["attempts_deleted"] = attempts - admin.sql(count)[0][0]
     admin.close()
     return out
@@ -655,8 +720,8 @@ def _counted(db: PrivateMariaDB, redis_url: str) -> dict:
         w.close()
 
 
-def _status(w: World) -> dict[str, float]:
-    return {name: float(value) for name, value in w.sql("SHOW GLOBAL STATUS") if name in STATUS_KEYS}
+def _status(w: World, keys: tuple[str, ...] = STATUS_KEYS) -> dict[str, float]:
+    return {name: float(value) for name, value in w.sql("SHOW GLOBAL STATUS") if name in keys}
 
 
 # -- the run ---------------------------------------------------------------------------------------------------
@@ -800,6 +865,11 @@ def _runner_lines(r: dict, x: dict) -> list[str]:
     if cpu:
         lines.append("   the burst's CPU a job from the runner's start, empty / loaded: " + ", ".join(
             f"{name} {c['empty']} / {c['loaded']} µs" for name, c in cpu.items()))
+    server = x.get("bulk", {}).get("server")
+    if server:
+        lines.append("   around each enqueue_many, median, empty / loaded: " + ", ".join(
+            f"{k.replace('Innodb_', '')} {server['empty'].get(k, 0):,.0f} / {server['loaded'].get(k, 0):,.0f}"
+            for k in BULK_KEYS))
     return [*lines, ""]
 
 
@@ -865,9 +935,17 @@ def _read_lines(r: dict, x: dict) -> list[str]:
 
 
 def _purge_lines(r: dict, x: dict) -> list[str]:
-    return [(f"5. purge (`delayq purge --older-than 1d --batch 500 --yes`): {x['deleted']:,} jobs and "
-             f"{x['attempts_deleted']:,} attempts in {x['seconds']} s = {x['jobs_per_s']:,} jobs/s"),
-            *_stream_lines(x)]
+    lines = [(f"5. purge (`delayq purge --older-than 1d --batch 500 --yes`): {x['deleted']:,} jobs and "
+              f"{x['attempts_deleted']:,} attempts in {x['seconds']} s = {x['jobs_per_s']:,} jobs/s"),
+             *_stream_lines(x)]
+    if x.get("server"):
+        short = lambda k: k.replace("Innodb_", "").replace("buffer_pool_", "bp_")  # noqa: E731
+        for when in ("gap", "run"):
+            lines.append(f"     server, {'the longest gap (and 1 s before)' if when == 'gap' else 'the whole purge'}: "
+                         + ", ".join(f"{short(k)} {x['server'][when][k]:,.0f}" for k in SAMPLE_KEYS))
+        lines += [f"     running then (50 ms or longer): {text}" for text in x["server"]["gap"]["statements"]]
+        lines.append(f"     the longest statement seen: {x['server']['longest_statement']}")
+    return lines
 
 
 def _ceiling_lines(r: dict, c: dict) -> list[str]:

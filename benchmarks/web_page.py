@@ -50,6 +50,7 @@ SEARCHES = (   # (what, query string); the first six are the common searches the
     ("ext prefix order:12345", "ext_prefix=order:12345"),
     ("ext prefix order:", "ext_prefix=order:"),
     ("queue sms + status failed", "queue=sms&status=failed"),
+    ("status succeeded", "status=succeeded"),
     ("callable, 1 job in 10,000", "call=examples.shop:flaky_sync"),
     ("callables of a module", "call=examples.shop:"),
     ("error text (a scan)", "error=timed+out"),

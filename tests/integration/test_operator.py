@@ -110,6 +110,21 @@ def test_bulk_purge_takes_final_statuses_and_keeps_the_counters(q, clock):
     assert metric(q) == before                          # folded into the totals, not lost
 
 
+def test_a_purge_from_cron_counts_no_match_beyond_what_it_deletes(q, clock, monkeypatch, capsys):
+    """With --yes and no terminal nothing is previewed: a preview's count reads every match (10 million rows for
+    the scale bench's purge), and the walk decides its index from a bounded count."""
+    import argparse
+    from delayq.commands import _filters
+    ids = [q.enqueue(NOOP, queue="p").id for _ in range(3)]
+    run(q, ["p"])
+    counted = []
+    monkeypatch.setattr(q.store, "count", lambda *a: counted.append(a) or [])
+    args = argparse.Namespace(yes=True, dry_run=False, json=True, quiet=False)
+    assert _filters.act(args, q, "purge", JobFilter(queues=("p",)), lambda f, progress: bulk.purge(q, f, progress)) == 0
+    assert counted == [] and [q.reports.get(job) for job in ids] == [None] * 3
+    assert '"deleted": 3' in capsys.readouterr().out
+
+
 def test_single_job_retry_and_age_purge_keep_their_behaviour(q, clock):
     job = q.enqueue(FAILS, {"order_id": 1})
     run(q)

@@ -33,17 +33,20 @@ def world(tmp_path_factory):
     backend.sql("UPDATE {jobs} SET finished_at = ? WHERE id < ?", now - 60, low + 4)
     backend.sql("ANALYZE TABLE {jobs}")
     store.failed_ids = {r[0] for r in backend.sql("SELECT id FROM {jobs} WHERE status = 'failed'")}
+    store.ids_of = {status: sorted((r[0] for r in backend.sql("SELECT id FROM {jobs} WHERE status = ?", status)),
+                                   reverse=True) for status in ("succeeded", "pending")}
     yield store, now
     backend.cleanup()
 
 
-def index_read(store, f: JobFilter) -> str:
-    """The index the first statement of store.search(f) reads, as MariaDB's EXPLAIN says."""
+def index_read(store, f: JobFilter, walk: bool = False) -> str:
+    """The index the first statement of store.search(f) (walk: of a bulk action's walk over many jobs,
+    store.search_keys) reads, as MariaDB's EXPLAIN says."""
     sent = []
     compose = store.q.compose
     store.q.compose = lambda *a, **k: sent.append(compose(*a, **k)) or sent[-1]
     try:
-        store.search(f.checked(), None, 51)
+        store.search_keys(f.checked(), None, 500, by_id=True) if walk else store.search(f.checked(), None, 51)
     finally:
         del store.q.compose
     sql, bound = sent[0]
@@ -64,6 +67,22 @@ def test_failed_reads_its_by_claim_entries_not_the_primary_key_back_through_the_
     assert index_read(store, JobFilter(statuses=("failed",), ext_prefix="order:")) == "by_claim"
 
 
+def test_pending_and_succeeded_read_by_is_finished_the_live_or_the_finished_rows_alone(world):
+    store, _ = world
+    assert index_read(store, JobFilter(statuses=("succeeded",))) == "by_is_finished"
+    assert index_read(store, JobFilter(statuses=("pending",))) == "by_is_finished"
+
+
+def test_a_purge_walks_the_finished_rows_and_a_cancel_the_live_ones_not_the_whole_primary_key(world):
+    store, now = world
+    assert index_read(store, JobFilter(statuses=("succeeded", "failed"), time_field="finished", until=now - 3600),
+                      walk=True) == "by_is_finished"
+    assert index_read(store, JobFilter(statuses=("pending",), queues=("default",)), walk=True) == "by_is_finished"
+    assert index_read(store, JobFilter(queues=("default",)), walk=True) == "PRIMARY"
+    keys = store.search_keys(JobFilter(statuses=("succeeded",)).checked(), None, 7, by_id=True)
+    assert [job for job, _, _ in keys] == store.ids_of["succeeded"][:7]
+
+
 def test_finished_in_the_last_minutes_reads_by_finished(world):
     store, now = world
     assert index_read(store, JobFilter(time_field="finished", since=now - 600)) == "by_finished"
@@ -78,3 +97,9 @@ def test_the_pages_find_what_the_rows_hold(world):
     assert len(recent) == 4
     sms = store.search(JobFilter(queues=("sms",)).checked(), None, 10)
     assert len(sms) == 10 and {r["queue"] for r in sms} == {"sms"}
+    ids = lambda status, before, n: [r["id"] for r in store.search(JobFilter(statuses=(status,)).checked(),  # noqa
+                                                                    before, n)]
+    succeeded, pending = store.ids_of["succeeded"], store.ids_of["pending"]
+    assert ids("succeeded", None, 10) == succeeded[:10] and ids("succeeded", succeeded[99], 5) == succeeded[100:105]
+    assert ids("pending", None, 5) == pending[:5] and ids("pending", pending[99], 5) == pending[100:105]
+    assert ids("pending", pending[-1], 5) == [] and ids("succeeded", succeeded[-1], 5) == []

@@ -673,7 +673,7 @@ def schema_of_sqlite(store, prefix):
     with store.tx() as cur:
         for table in ("jobs", "attempts", "steps"):
             name = f"{prefix}_{table}"
-            cur.execute(f"PRAGMA table_info({name})")
+            cur.execute(f"PRAGMA table_xinfo({name})")      # table_info leaves generated columns out
             cols = {r[1]: (_kind(r[2]), bool(r[3]) or bool(r[5])) for r in cur.fetchall()}
             cur.execute(f"PRAGMA index_list({name})")
             indexes = set()
@@ -724,6 +724,30 @@ def test_search_pages_by_key_with_every_filter(store):
     assert by(error="50%_off") == [job.id] and by(error="50x_off") == []
     assert by(statuses=("failed",), time_field="finished", since=NOW) == [job.id]
     assert sorted(store.count(JobFilter(ext_prefix="order:"))) == [("a", "pending", 5), ("b", "pending", 5)]
+
+
+def test_is_finished_follows_every_status_change_and_the_live_and_final_searches_find_each_job(store):
+    """Migration 15's generated column, which a page of pending or succeeded jobs reads (by_is_finished): 0 while a
+    job is pending or running, 1 once it is final, through every change of status a job can make."""
+    ok, again, bad, timed, unclaimed, retried = started(store, 6)
+    [cancelled, waiting] = store.insert_jobs([spec(), spec()], NOW)
+    store.finish([Outcome(ok, SUCCEEDED, NOW, NOW + 1), Outcome(again, PENDING, NOW, NOW + 1, "boom", NOW + 60),
+                  Outcome(bad, FAILED, NOW, NOW + 1, "final"), Outcome(timed, TIMED_OUT, NOW, NOW + 1, "deadline"),
+                  Outcome(retried, FAILED, NOW, NOW + 1, "final")], NOW + 1)
+    store.unclaim([unclaimed], NOW + 1)
+    store.cancel_ids([cancelled.id], NOW + 1)
+    store.retry_ids([retried.id], NOW + 5, NOW + 1, True, None)
+    [running] = started(store)
+    with store.tx(write=False) as cur:
+        cur.execute(f"SELECT id, status, is_finished FROM {store.prefix}_jobs")
+        rows = {int(i): (status, int(done)) for i, status, done in cur.fetchall()}
+    assert {status for status, _ in rows.values()} == {PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT}
+    assert all(done == (status not in (PENDING, RUNNING)) for status, done in rows.values()), rows
+    by = lambda *statuses: [r["id"] for r in store.search(JobFilter(statuses=statuses), None, 100)]   # noqa: E731
+    assert by(PENDING) == sorted((again.id, unclaimed.id, retried.id, waiting.id), reverse=True)
+    assert by(PENDING, RUNNING) == sorted((again.id, unclaimed.id, retried.id, waiting.id, running.id), reverse=True)
+    assert by(SUCCEEDED) == [ok.id] and by(SUCCEEDED, FAILED, CANCELLED) == [cancelled.id, bad.id, ok.id]
+    assert by(SUCCEEDED, PENDING) == [i for i in sorted(rows, reverse=True) if rows[i][0] in (SUCCEEDED, PENDING)]
 
 
 def test_a_search_of_the_few_statuses_with_a_prefix_reads_ids_a_step_at_a_time_and_finds_the_same_page(store,

@@ -11,7 +11,7 @@ def test_a_killed_writer_leaves_each_job_as_it_was_at_the_kill():
     ledger = Ledger(8, 2)
     pid = os.fork()
     if pid == 0:                                   # the worker: claims 3, starts 2, ends 1, then dies mid-run
-        a, b, c = ledger.take(11), ledger.take(12), ledger.take(13)
+        a, b, _c = ledger.take(11), ledger.take(12), ledger.take(13)
         ledger.start(a, 0, 100.0, 30.0, 4242, 0xBEEF)
         ledger.end(a, "ok", 1000.0, 1001.0, None)
         ledger.idle(0)

@@ -98,3 +98,19 @@ def test_a_crash_of_the_private_server_is_shown_with_the_statement_it_ran(scale)
                            "log": "mariadbd got signal 11 ;\nQuery (0x7f): SELECT JSON_ARRAYAGG(id) FROM t\n"}]
     assert ("the private mariadbd crashed during purge (exit -11; started again in 2.5 s), running: "
             "SELECT JSON_ARRAYAGG(id) FROM t") in scale.report(r)
+
+
+def test_the_server_s_counters_are_read_in_the_longest_gap_and_over_the_whole_run(scale):
+    def sample(t: float, age: int, waits: int, *statements: str) -> tuple:
+        return (100.0 + t, {**dict.fromkeys(scale.SAMPLE_KEYS, 0), "Innodb_checkpoint_age": age,
+                            "Innodb_log_waits": waits, "statements": list(statements)})
+    samples = [sample(0.5, 10, 0), sample(1.0, 900, 2, "0.2 s: SELECT heavy"), sample(3.0, 400, 5, "0.1 s: DELETE x"),
+               sample(3.2, 50, 6, "0.3 s: DELETE x"), sample(9.0, 20, 9)]
+    # the longest gap ended 3.3 s after the start (100.0) and lasted 300 ms: the window is [2.0, 3.3] (+ one sample)
+    got = scale.around_gap(samples, {"began_at": 100.0, "during": {"longest_gap_ended_s": 3.3,
+                                                                    "longest_gap_ms": 300.0}})
+    assert got["gap"]["Innodb_checkpoint_age"] == 400 and got["gap"]["Innodb_log_waits"] == 1
+    assert got["gap"]["statements"] == ["DELETE x"]
+    assert got["run"]["Innodb_checkpoint_age"] == 900 and got["run"]["Innodb_log_waits"] == 9
+    assert got["longest_statement"] == "0.3 s: DELETE x" and got["samples"] == 5
+    assert scale.around_gap([], {"during": {}}) == {}

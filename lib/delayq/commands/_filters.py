@@ -64,7 +64,11 @@ def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,
         none_is_error: bool = True) -> int:
     """Preview; with --dry-run report it; above CONFIRM_ABOVE jobs without --yes refuse (exit 2); else act
     with a progress bar (a terminal only) and report exactly what was touched. Nothing touched: exit 3
-    (NotFound, saying why) unless `none_is_error` is False (purge from cron: nothing old yet is fine)."""
+    (NotFound, saying why) unless `none_is_error` is False (purge from cron: nothing old yet is fine). With --yes
+    and no terminal (cron) there is nothing to confirm and no bar to size: no preview, whose count of every match
+    is a scan of them all (10 million finished jobs for a purge)."""
+    if args.yes and not args.dry_run and not sys.stderr.isatty():
+        return _done(args, manager, action, f, do(f, lambda n: None), extra, none_is_error)
     preview = bulk.preview(manager, action, f)
     if args.dry_run:
         data = report(action, preview)
@@ -77,6 +81,11 @@ def act(args: argparse.Namespace, manager: Any, action: str, f: JobFilter,
     size = preview.total + sum(preview.skipped.values())
     with tqdm(total=size, desc=action, unit="job", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
         result = do(f, bar.update)
+    return _done(args, manager, action, f, result, extra, none_is_error)
+
+
+def _done(args: argparse.Namespace, manager: Any, action: str, f: JobFilter, result: BulkResult,
+          extra: dict[str, Any] | None, none_is_error: bool) -> int:
     if not result.total and none_is_error:
         raise NotFound(nothing(action, f, result, manager))
     cli.emit(args, dict(report(action, result), dry_run=False, **(extra or {})), done_text(action, result))

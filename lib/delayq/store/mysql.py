@@ -194,6 +194,7 @@ class MySQLStore(SqlStore):
                 "skip_locked": "FOR UPDATE SKIP LOCKED", "jobs_ix": "",
                 "scan_by_id": "FORCE INDEX (PRIMARY)", "not_by_id_order": "IGNORE INDEX FOR ORDER BY (PRIMARY)",
                 "by_queue": "FORCE INDEX (by_queue)", "by_claim": "FORCE INDEX (by_claim)",
+                "by_is_finished": "FORCE INDEX (by_is_finished)",
                 "on_jobs": f"ON {prefix}_jobs"}
 
     def _connect(self, autocommit: bool = False) -> Any:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ..jobs import PENDING, STATUSES, SUCCEEDED
+from ..jobs import FINAL, PENDING, RUNNING, STATUSES, SUCCEEDED
 from ..search import TIME_FIELDS, JobFilter
 from .base import Bucket
 
@@ -14,6 +14,7 @@ from .base import Bucket
 # of them reads their entries in by_claim, however many pending and succeeded rows are newer (search_jobs).
 FEW = frozenset(STATUSES) - {PENDING, SUCCEEDED}
 FEW_IDS = 500           # ids a step of _search_few reads from by_claim
+LIVE = frozenset((PENDING, RUNNING))    # is_finished = 0 (finished_at not set); the others, FINAL: is_finished = 1
 
 
 def _few(f: JobFilter) -> bool:
@@ -48,6 +49,10 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_queues", queues=list(f.queues))
     if f.statuses:
         use("filter_statuses", statuses=list(f.statuses))
+        if set(f.statuses) <= LIVE:
+            use("filter_live")
+        elif set(f.statuses) <= set(FINAL):
+            use("filter_finished")
     if f.timed_out:
         use("filter_timed_out")
     if f.call and f.call[-1] in ":.":
@@ -119,18 +124,31 @@ class ReportingSql:
     def _order(self, f: JobFilter) -> str:
         """search_jobs' index hint. Ids and a business key are narrow: the optimizer picks well. The few statuses:
         their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
-        alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). A queue
-        and a common status (pending, succeeded): no index narrows both, the optimizer chooses."""
+        alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). Pending or
+        succeeded (no queue): by_is_finished read backwards, the live or the finished rows alone (the primary key
+        walked every newer pending row for a page of succeeded jobs). A queue and a common status: by_claim has both
+        but not the order, by_is_finished the order but not the queue: the optimizer chooses."""
         if _few(f):
             return self.tokens["not_by_id_order"]
         if f.ids or f.ext is not None:
             return ""
-        return self.tokens["by_queue"] if f.queues and not f.statuses else ""
+        if f.queues:
+            return "" if f.statuses else self.tokens["by_queue"]
+        live_or_final = f.statuses and (set(f.statuses) <= LIVE or set(f.statuses) <= set(FINAL))
+        return self.tokens["by_is_finished"] if live_or_final else ""
+
+    def _walk(self, f: JobFilter) -> str:
+        """search_keys' index for a walk over many jobs: by_is_finished's half when the statuses are all live or all
+        final (a purge walks the finished rows alone, not first back through every newer pending one), else the
+        primary key."""
+        if f.statuses and (set(f.statuses) <= LIVE or set(f.statuses) <= set(FINAL)):
+            return self.tokens["by_is_finished"]
+        return self.tokens["scan_by_id"]
 
     def search_keys(self, f: JobFilter, before: int | None, limit: int,
                     by_id: bool = False) -> list[tuple[int, str, str]]:
         parts, params, tokens = where(f)
-        tokens["by_id"] = self.tokens["scan_by_id"] if by_id else ""
+        tokens["by_id"] = self._walk(f) if by_id else ""
         with self.tx(write=False) as cur:
             cur.execute(*self.q.compose("search_keys", parts, tokens, before=before or 2**62, limit=limit, **params))
             return [(int(job), queue, status) for job, queue, status in cur.fetchall()]

@@ -14,6 +14,7 @@
 --   {not_by_id_order}                       MySQL: IGNORE INDEX FOR ORDER BY (PRIMARY); SQLite: nothing
 --   {by_queue}                              MySQL: FORCE INDEX (by_queue); SQLite: nothing
 --   {by_claim}                              MySQL: FORCE INDEX (by_claim); SQLite: nothing
+--   {by_is_finished}                        MySQL: FORCE INDEX (by_is_finished); SQLite: nothing
 --   {include:NAME}                          the text of query NAME (one query shared by two others)
 -- Times are epoch seconds (DOUBLE / REAL), durations seconds.
 
@@ -407,7 +408,8 @@ ORDER BY id DESC LIMIT :limit
 -- {order}: empty, or {not_by_id_order} when the filter's statuses are few (failed, cancelled...): the optimizer,
 -- which reckons matches spread evenly, would walk the primary key back through every newer row (the pending
 -- backlog) to find a page of old failures; this way it reads that status's entries in by_claim and sorts them.
--- Or {by_queue} for a queue: its rows alone, newest first (sql_reporting.ReportingSql._order).
+-- Or {by_queue} for a queue: its rows alone, newest first; or {by_is_finished} for pending or succeeded jobs: the live
+-- (or the finished) rows alone, newest first (sql_reporting.ReportingSql._order).
 SELECT id, queue, ext, callable, status, attempts, max_attempts, priority, due_at, created_at, finished_at, last_error
 FROM {jobs} {order} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
 
@@ -418,8 +420,9 @@ SELECT id FROM {jobs} {by_claim} WHERE {where} AND id < :before ORDER BY id DESC
 
 -- name: search_keys
 -- Id, queue and status of the jobs matching a filter, one keyset page below :before (what a bulk action walks).
--- {by_id}: empty, or {scan_by_id} for a walk over many jobs: the primary key read backwards, so no page sorts
--- every remaining match (which a secondary index on status and queue would make the optimizer do).
+-- {by_id}: empty, or for a walk over many jobs {scan_by_id} (the primary key read backwards) or {by_is_finished}
+-- (the live or the finished rows alone, read backwards): no page sorts every remaining match (which a secondary
+-- index on status and queue would make the optimizer do).
 SELECT id, queue, status FROM {jobs} {by_id} WHERE {where} AND id < :before ORDER BY id DESC LIMIT :limit
 
 -- name: count_jobs
@@ -488,6 +491,14 @@ id <= :upto_id
 -- name: filter_above_id
 -- A filter fragment: a scan's window (the dashboard reads a scan's rows a window of ids at a time).
 id > :above_id
+
+-- name: filter_live
+-- A filter fragment: pending or running (implied by such statuses: it lets a page read by_is_finished's live end).
+is_finished = 0
+
+-- name: filter_finished
+-- A filter fragment: finished (implied by the final statuses: a page of them reads by_is_finished's finished end).
+is_finished = 1
 
 -- name: filter_as_of
 -- A filter fragment: jobs not changed since a bulk action was previewed (a post-filter on the rows found).
