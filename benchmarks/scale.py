@@ -944,7 +944,8 @@ def _purge_lines(r: dict, x: dict) -> list[str]:
             lines.append(f"     server, {'the longest gap (and 1 s before)' if when == 'gap' else 'the whole purge'}: "
                          + ", ".join(f"{short(k)} {x['server'][when][k]:,.0f}" for k in SAMPLE_KEYS))
         lines += [f"     running then (50 ms or longer): {text}" for text in x["server"]["gap"]["statements"]]
-        lines.append(f"     the longest statement seen: {x['server']['longest_statement']}")
+        if x["server"].get("longest_statement"):
+            lines.append(f"     the longest statement seen: {x['server']['longest_statement']}")
     return lines
 
 

@@ -194,6 +194,7 @@ def _maintenance_and_reports(store) -> None:
     snapshot = JobFilter(ids=(kept.id,), arg=("k", "v"), upto_id=kept.id, as_of=NOW + 1, above_id=0)
     assert store.count(snapshot) == [] and store.count_upto(JobFilter(ids=(kept.id,), upto_id=kept.id), 5) == 1
     assert store.search_keys(JobFilter(statuses=(PENDING,), timed_out=True), None, 10, by_id=True) == []
+    assert {j["status"] for j in store.search(JobFilter(statuses=(SUCCEEDED,)), None, 10)} == {SUCCEEDED}   # by_is_finished
     assert sorted(store.count(JobFilter(ext_prefix="o:"))) == [("default", "cancelled", 1), ("default", PENDING, 1)]
     assert store.list_jobs(PENDING, "o", None, 5)[0]["id"] == kept.id
     assert store.live_queues_like("%") and store.failed_in_queue("c", 5)

@@ -29,6 +29,17 @@ def _few_and_more(f: JobFilter) -> bool:
     return _few(f) and needs_row
 
 
+def _half(f: JobFilter) -> list[str]:
+    """by_is_finished's half that holds every job of the filter's statuses (filter_live: pending and running;
+    filter_finished: the final ones), as a fragment; none when the statuses are mixed or not given. Added only where
+    that index is read: elsewhere it would make a read of another index (by_claim's entries alone) fetch each row."""
+    if f.statuses and set(f.statuses) <= LIVE:
+        return ["filter_live"]
+    if f.statuses and set(f.statuses) <= set(FINAL):
+        return ["filter_finished"]
+    return []
+
+
 def escape_like(text: str) -> str:
     """A literal prefix for LIKE ... ESCAPE '!'."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
@@ -49,10 +60,6 @@ def where(f: JobFilter) -> tuple[list[str], dict[str, Any], dict[str, str]]:
         use("filter_queues", queues=list(f.queues))
     if f.statuses:
         use("filter_statuses", statuses=list(f.statuses))
-        if set(f.statuses) <= LIVE:
-            use("filter_live")
-        elif set(f.statuses) <= set(FINAL):
-            use("filter_finished")
     if f.timed_out:
         use("filter_timed_out")
     if f.call and f.call[-1] in ":.":
@@ -91,11 +98,13 @@ class ReportingSql:
         before = before or 2**62
         if _few_and_more(f):
             return self._search_few(f, before, limit)
-        return self._search(f, before, limit, self._order(f))
+        order = self._order(f)
+        return self._search(f, before, limit, order, _half(f) if order == "by_is_finished" else [])
 
-    def _search(self, f: JobFilter, before: int, limit: int, order: str) -> list[dict]:
+    def _search(self, f: JobFilter, before: int, limit: int, order: str, extra: Sequence[str] = ()) -> list[dict]:
         parts, params, tokens = where(f)
-        tokens["order"] = order
+        parts += extra
+        tokens["order"] = self.tokens[order] if order else ""
         with self.tx(write=False) as cur:
             cur.execute(*self.q.compose("search_jobs", parts, tokens, before=before, limit=limit, **params))
             names = [d[0] for d in cur.description]
@@ -122,33 +131,28 @@ class ReportingSql:
         return found
 
     def _order(self, f: JobFilter) -> str:
-        """search_jobs' index hint. Ids and a business key are narrow: the optimizer picks well. The few statuses:
+        """search_jobs' index hint (the name of a token: empty, the optimizer chooses). Ids and a business key are narrow: the optimizer picks well. The few statuses:
         their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
         alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). Pending or
         succeeded (no queue): by_is_finished read backwards, the live or the finished rows alone (the primary key
         walked every newer pending row for a page of succeeded jobs). A queue and a common status: by_claim has both
         but not the order, by_is_finished the order but not the queue: the optimizer chooses."""
         if _few(f):
-            return self.tokens["not_by_id_order"]
+            return "not_by_id_order"
         if f.ids or f.ext is not None:
             return ""
         if f.queues:
-            return "" if f.statuses else self.tokens["by_queue"]
-        live_or_final = f.statuses and (set(f.statuses) <= LIVE or set(f.statuses) <= set(FINAL))
-        return self.tokens["by_is_finished"] if live_or_final else ""
-
-    def _walk(self, f: JobFilter) -> str:
-        """search_keys' index for a walk over many jobs: by_is_finished's half when the statuses are all live or all
-        final (a purge walks the finished rows alone, not first back through every newer pending one), else the
-        primary key."""
-        if f.statuses and (set(f.statuses) <= LIVE or set(f.statuses) <= set(FINAL)):
-            return self.tokens["by_is_finished"]
-        return self.tokens["scan_by_id"]
+            return "" if f.statuses else "by_queue"
+        return "by_is_finished" if _half(f) else ""
 
     def search_keys(self, f: JobFilter, before: int | None, limit: int,
                     by_id: bool = False) -> list[tuple[int, str, str]]:
+        """by_id, a walk over many jobs: by_is_finished's half when the statuses are all live or all final (a purge
+        walks the finished rows alone, not first back through every newer pending one), else the primary key."""
         parts, params, tokens = where(f)
-        tokens["by_id"] = self._walk(f) if by_id else ""
+        half = _half(f) if by_id else []
+        parts += half
+        tokens["by_id"] = "" if not by_id else self.tokens["by_is_finished" if half else "scan_by_id"]
         with self.tx(write=False) as cur:
             cur.execute(*self.q.compose("search_keys", parts, tokens, before=before or 2**62, limit=limit, **params))
             return [(int(job), queue, status) for job, queue, status in cur.fetchall()]
