@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .manager import Manager
 
 BATCH = 500          # ids per page and per transaction
-SCAN_BY_ID = 5000    # above this many matches, pages walk the primary key (linear in all) instead of an index
+SCAN_BY_ID = 5000    # above this many matches, pages walk the ids in order (linear in all) instead of an index
 SAMPLE = 20          # ids kept to show (all of them when the action touched no more)
 ACTIONS = {          # action -> (the statuses it acts on, how a refusal names them)
     "retry": ((FAILED,), "failed jobs"),
@@ -84,8 +84,9 @@ def scoped(action: str, f: JobFilter) -> JobFilter:
 def pages(store: ReportStore, f: JobFilter, batch: int | None = None, many: bool = False) -> Iterator[list[int]]:
     """The ids matching `f`, one keyset page at a time (`batch` ids, default BATCH), newest first.
 
-    many: the filter matches many jobs, so walk the primary key: each page reads the rows down to its last
-    match, the whole walk reads the table once; through an index on the filter's columns, every page would
+    many: the filter matches many jobs, so walk the ids in order: the primary key, or by_is_finished's half when
+    the statuses are all live or all final (a purge reads the finished rows alone); each page reads the rows down
+    to its last match, the whole walk reads them once. Through an index on the filter's columns, every page would
     read and sort all the remaining matches instead (a million matches: 2,000 sorts of up to a million rows).
     """
     batch = batch or BATCH

@@ -91,6 +91,9 @@ def test_a_purge_walks_the_finished_rows_and_a_cancel_the_live_ones_not_the_whol
 def test_finished_in_the_last_minutes_reads_by_finished(world):
     store, now = world
     assert index_read(store, JobFilter(time_field="finished", since=now - 600)) == "by_finished"
+    # with a status too: by_is_finished would read every finished row to find the few of the last minutes
+    assert index_read(store, JobFilter(statuses=("succeeded",), time_field="finished", since=now - 600)) == \
+        "by_finished"
 
 
 def test_the_pages_find_what_the_rows_hold(world):
@@ -108,3 +111,22 @@ def test_the_pages_find_what_the_rows_hold(world):
     assert ids("succeeded", None, 10) == succeeded[:10] and ids("succeeded", succeeded[99], 5) == succeeded[100:105]
     assert ids("pending", None, 5) == pending[:5] and ids("pending", pending[99], 5) == pending[100:105]
     assert ids("pending", pending[-1], 5) == [] and ids("succeeded", succeeded[-1], 5) == []
+
+
+def test_on_sqlite_a_walk_and_a_page_of_succeeded_jobs_read_by_is_finished(tmp_path):
+    from delayq.store import open_store
+    store = open_store(f"sqlite:///{tmp_path}/plans.db", "plans")
+    store.migrate(time.time())
+    sent = []
+    compose = store.q.compose
+    store.q.compose = lambda *a, **k: sent.append(compose(*a, **k)) or sent[-1]
+    try:
+        store.search_keys(JobFilter(statuses=("succeeded", "failed")).checked(), None, 500, by_id=True)
+        store.search(JobFilter(statuses=("succeeded",)).checked(), None, 51)
+    finally:
+        del store.q.compose
+    with store.tx(write=False) as cur:
+        for sql, bound in sent:
+            cur.execute("EXPLAIN QUERY PLAN " + sql, bound)
+            assert "plans_jobs_by_is_finished" in " ".join(str(row[-1]) for row in cur.fetchall()), sql
+    store.close()

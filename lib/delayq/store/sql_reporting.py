@@ -24,9 +24,12 @@ def _few(f: JobFilter) -> bool:
 
 def _few_and_more(f: JobFilter) -> bool:
     """_few, and a fragment that needs the row."""
-    needs_row = f.timed_out or any(x is not None for x in (f.call, f.ext_prefix, f.since, f.until, f.error, f.arg,
-                                                             f.as_of))
-    return _few(f) and needs_row
+    return _few(f) and (_narrowed(f) or f.as_of is not None)
+
+
+def _narrowed(f: JobFilter) -> bool:
+    """A fragment besides the statuses and a snapshot or scan window: another index may hold few of the matches."""
+    return f.timed_out or any(x is not None for x in (f.call, f.ext_prefix, f.since, f.until, f.error, f.arg))
 
 
 def _half(f: JobFilter) -> list[str]:
@@ -134,16 +137,18 @@ class ReportingSql:
         """search_jobs' index hint (the name of a token: empty, the optimizer chooses). Ids and a business key are narrow: the optimizer picks well. The few statuses:
         their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
         alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). Pending or
-        succeeded (no queue): by_is_finished read backwards, the live or the finished rows alone (the primary key
-        walked every newer pending row for a page of succeeded jobs). A queue and a common status: by_claim has both
-        but not the order, by_is_finished the order but not the queue: the optimizer chooses."""
+        succeeded and nothing else (no queue, callable, business key, time...): by_is_finished read backwards, the
+        live or the finished rows alone (the primary key walked every newer pending row for a page of succeeded
+        jobs). A queue and a common status: by_claim has both but not the order, by_is_finished the order but not the
+        queue; a status and another fragment (a callable, a time): by_call, by_finished... may hold few matches,
+        where by_is_finished would read every finished row to find none: the optimizer chooses."""
         if _few(f):
             return "not_by_id_order"
         if f.ids or f.ext is not None:
             return ""
         if f.queues:
             return "" if f.statuses else "by_queue"
-        return "by_is_finished" if _half(f) else ""
+        return "by_is_finished" if _half(f) and not _narrowed(f) else ""
 
     def search_keys(self, f: JobFilter, before: int | None, limit: int,
                     by_id: bool = False) -> list[tuple[int, str, str]]:

@@ -38,7 +38,8 @@ class SQLiteStore(SqlStore):
 
     def _tokens(self, prefix: str) -> dict[str, str]:
         return {"table_options": "", "for_update": "", "skip_locked": "", "jobs_ix": f"{prefix}_jobs_",
-                "scan_by_id": "NOT INDEXED", "not_by_id_order": "", "by_queue": "", "by_claim": "", "by_is_finished": "",
+                "scan_by_id": "NOT INDEXED", "not_by_id_order": "", "by_queue": "", "by_claim": "",
+                "by_is_finished": f"INDEXED BY {prefix}_jobs_by_is_finished",
                 "on_jobs": ""}
 
     def _connect(self) -> Any:
