@@ -59,10 +59,11 @@ class Claims:
             self.store.keep_alive(jobs, self.clock.now(), self.lease)
         return jobs
 
-    def finish(self, outcomes: list[Outcome], witnessed: bool = True) -> set[int]:
+    def finish(self, outcomes: list[Outcome], witnessed: bool = True, lapsed: bool = False) -> set[int]:
         """Commit outcomes, then update the index for the jobs whose claim still held; returns those ids.
-        witnessed=False (recovery): attempt rows only for those (a run is recorded once, by whoever recovers it)."""
-        held, handlers = self.store.finish(outcomes, self.clock.now(), witnessed)
+        witnessed=False (recovery): attempt rows only for those (a run is recorded once, by whoever recovers it);
+        lapsed (recovery of expired leases): only where the lease has still run out now (Store.finish)."""
+        held, handlers = self.store.finish(outcomes, self.clock.now(), witnessed, lapsed)
         self.index.add(handlers)     # on_timeout jobs, committed with the outcomes
         mine = [o for o in outcomes if o.job.id in held]
         self.index.reschedule([(o.job.id, o.job.queue, o.due_at, o.job.priority) for o in mine if o.status == PENDING])

@@ -79,12 +79,13 @@ def by_lease(now: float) -> Judge:
 
 
 def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Job], bool] = lambda job: False,
-           rng: random.Random | None = None) -> list[Recovered]:
+           rng: random.Random | None = None, lapsed: bool = False) -> list[Recovered]:
     """Write what each job of a dead holder comes to: an outcome (with its attempt row), or handed back unstarted.
 
     `solo`: jobs to run alone in a process of their own from now on (their process died under them together
     with others, and nobody knows which one killed it). Returns what was applied (a job taken over meanwhile by
-    another recovery is left out)."""
+    another recovery is left out). `lapsed`: the jobs were read as expired leases: an outcome is written only where
+    the lease has still run out (a live holder whose renewal came late keeps its job)."""
     outcomes: list[Outcome] = []
     unstarted: list[Job] = []
     kinds: dict[int, str] = {}
@@ -102,7 +103,7 @@ def settle(manager: "Manager", jobs: list[Job], judge: Judge, solo: Callable[[Jo
             except DelayqError as exc:
                 log.warning("job %d: on_timeout %s not queued: %s", job.id, job.on_timeout, exc)
         outcomes.append(done)
-    held = manager.finish(outcomes, witnessed=False) if outcomes else set()
+    held = manager.finish(outcomes, witnessed=False, lapsed=lapsed) if outcomes else set()
     back = manager.unclaim(unstarted) if unstarted else []
     done_list = [Recovered(o.job.id, o.job.queue, o.status, o.error, kinds[o.job.id]) for o in outcomes
                  if o.job.id in held]
@@ -122,7 +123,7 @@ def recover_expired(manager: "Manager", batch: int = 500) -> list[Recovered]:
     while True:
         now = manager.clock.now()
         found = manager.store.expired(now, batch)
-        settled = settle(manager, found, by_lease(now))
+        settled = settle(manager, found, by_lease(now), lapsed=True)
         done += settled
         if len(found) < batch or not settled:   # nothing applied: the rest is locked now (the next run takes it)
             return done

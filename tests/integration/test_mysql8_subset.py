@@ -164,6 +164,7 @@ def _steps_and_recovery(store) -> None:
     lost = [Outcome(expired[job.id], FAILED, NOW, NOW + 1000, "unknown", interrupted=True, label="interrupted"),
             Outcome(replace(expired[plain.id], token="t6"), PENDING, NOW, NOW + 1000, "interrupted", NOW + 1000,
                     interrupted=True, solo=True)]
+    assert store.finish(lost, NOW + 1000, witnessed=False, lapsed=True)[0] == set()     # both renewed just now
     assert store.finish(lost, NOW + 1000, witnessed=False)[0] == {job.id, plain.id}
     assert store.pending_entries([job.id, plain.id]) == [(plain.id, "s", NOW + 1000, 0)]
     assert [s.status for s in store.steps(job.id)] == [FAILED, PENDING]

@@ -64,6 +64,28 @@ def test_a_claim_committed_late_does_not_hand_its_jobs_an_expired_lease(q, clock
     assert q.store.get(job.id).lease_until >= clock.now() + q.lease - 1
 
 
+def test_a_lease_renewed_between_recovery_s_read_and_its_write_keeps_its_job(q, clock):
+    """docs/RELIABILITY.md, the long fault check's invariant-3 finding: compensate read a row whose lease had run
+    out, the live holder's late renewal committed, then compensate wrote its outcome (checking the claim token
+    alone) and the job ran again beside its live first run. Right answer: the write checks the lease again."""
+    job = q.enqueue(NOOP)
+    [claimed] = crash_after_claim(q)
+    clock.advance(q.lease + 1)
+    expired = q.store.expired
+
+    def renewed_meanwhile(now, limit):     # the holder's renewal lands just after compensate's read
+        found = expired(now, limit)
+        assert q.keep_alive([claimed]) == 1
+        return found
+    q.store.expired = renewed_meanwhile
+    assert recovery.recover_expired(q) == []
+    del q.store.expired
+    row = q.store.get(job.id)
+    assert (row.status, row.token) == ("running", claimed.token) and q.reports.attempts(job.id) == []
+    clock.advance(q.lease + 1)                           # no renewal this time: the lease runs out and is taken over
+    assert [(r.id, r.status) for r in recovery.recover_expired(q)] == [(job.id, "pending")]
+
+
 def test_interrupted_job_without_attempts_left_fails(q, clock):
     job = q.enqueue(NOOP, max_attempts=1)
     crash_after_claim(q)

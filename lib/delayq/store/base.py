@@ -184,8 +184,8 @@ class ClaimStore(ABC):
         """Earliest due time among pending jobs of `queues` (in-database index)."""
 
     @abstractmethod
-    def finish(self, outcomes: list[Outcome], now: float,
-               witnessed: bool = True) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+    def finish(self, outcomes: list[Outcome], now: float, witnessed: bool = True,
+               lapsed: bool = False) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         """Write outcomes and attempt rows in one transaction; returns the ids whose claim still held.
 
         Each outcome is written only where the row still holds the outcome's claim
@@ -195,7 +195,8 @@ class ClaimStore(ABC):
         recovery of the same death got there first and recorded it). A recovery (witnessed=False) never waits on a
         row another transaction has locked: it skips it, and the next recovery finds it again. An outcome's followup
         (the on_timeout handler of a job its deadline ended) is inserted in the same transaction; their (id, queue,
-        due_at, priority) are returned second.
+        due_at, priority) are returned second. lapsed (a recovery of expired leases): only rows whose lease has still
+        run out at `now`; a holder that renewed it since it was read keeps its job.
         """
 
     @abstractmethod

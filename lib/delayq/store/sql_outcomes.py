@@ -31,8 +31,8 @@ class OutcomesSql:
     returning: bool
     _insert: Any
 
-    def finish(self, outcomes: list[Outcome], now: float,
-               witnessed: bool = True) -> tuple[set[int], list[tuple[int, str, float, int]]]:
+    def finish(self, outcomes: list[Outcome], now: float, witnessed: bool = True,
+               lapsed: bool = False) -> tuple[set[int], list[tuple[int, str, float, int]]]:
         if not outcomes:
             return set(), []
         def all_held(cur: Any) -> list[tuple[int, str, float, int]]:
@@ -43,9 +43,10 @@ class OutcomesSql:
 
         def some_held(cur: Any) -> tuple[set[int], list[tuple[int, str, float, int]]]:
             held: set[int] = set()
-            lock = "lock_held" if witnessed else "lock_held_now"     # a recovery skips what is being written now
+            lock = "lock_held" if witnessed else "lock_lapsed_now" if lapsed else "lock_held_now"   # a recovery
+            extra = {"now": now} if lapsed else {}          # skips what is being written now
             for token, group in _by_token(outcomes).items():
-                rows = self.run(cur, lock, ids=[o.job.id for o in group], token=token).fetchall()
+                rows = self.run(cur, lock, ids=[o.job.id for o in group], token=token, **extra).fetchall()
                 held.update(row[0] for row in rows)
             mine = [o for o in outcomes if o.job.id in held]
             ran = mine

@@ -159,6 +159,11 @@ SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {for_update}
 -- holding its interpreter, or another recovery); what it skipped, the next one finds again.
 SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token {skip_locked}
 
+-- name: lock_lapsed_now
+-- The same, and only where the lease has still run out: a recovery of expired leases read the rows a moment ago, and
+-- a holder that renewed its lease since (a late renewal of a live runner) keeps its job.
+SELECT id FROM {jobs} WHERE id IN (:ids) AND claim_token = :token AND lease_until < :now {skip_locked}
+
 -- name: recorded_attempts
 -- Of some jobs, the attempts that have their row already (a run is recorded once, whoever writes it first).
 SELECT job_id, attempt FROM {attempts} WHERE job_id IN (:ids)
