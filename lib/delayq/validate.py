@@ -155,6 +155,8 @@ def args_json(value: Any, field: str = "args") -> str:
         return "{}"
     if isinstance(value, str):
         text(value, field, 10 * MAX_ARGS_BYTES)
+        if deeper_than(value, MAX_DEPTH):       # refused before parsing: json.loads would recurse that deep
+            raise InvalidInput(f"{field} is nested more than {MAX_DEPTH} deep", field)
         try:
             value = json.loads(value)
         except RecursionError:
@@ -174,6 +176,32 @@ def args_json(value: Any, field: str = "args") -> str:
     if size > MAX_ARGS_BYTES:
         raise InvalidInput(f"{field} is {size} bytes as JSON: at most {MAX_ARGS_BYTES}", field)
     return dumped
+
+
+def deeper_than(text: str, most: int) -> bool:
+    """Whether JSON text nests arrays and objects more than `most` deep: brackets counted outside strings, in one
+    pass. A parser recurses once a level: thousands deep, it exhausts the stack (RecursionError), and a finalizer
+    that runs meanwhile fails with it. Texts with few brackets (nearly all) are not scanned."""
+    if text.count("[") + text.count("{") <= most:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > most:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
 
 
 def _check_depth(value: Any, field: str) -> None:

@@ -181,3 +181,12 @@ def test_a_jobs_own_time_limit_sits_between_the_flag_and_the_queue():
     assert validate.job({"call": "examples.shop:slow", "args": {"path": "x"}, "timeout": "5s"}, NOW, REGISTRY,
                         queues).timeout == 5
     assert validate.job({"call": "examples.shop:noop"}, NOW, REGISTRY, queues).timeout == 10
+
+
+def test_deeper_than_counts_brackets_outside_strings_without_parsing():
+    from delayq.validate import deeper_than
+    assert deeper_than("[" * 5000 + "]" * 5000, 64) and not deeper_than("[" * 64 + "]" * 64, 64)
+    assert not deeper_than('{"a": "' + "[" * 500 + '"}', 64)               # brackets inside a string
+    assert not deeper_than('{"a": "\\"' + "{" * 500 + '"}', 64)            # after an escaped quote, still a string
+    assert deeper_than('{"a": ' + '{"b": ' * 70 + "1" + "}" * 71, 64)
+    assert not deeper_than("[" + "[1]," * 200 + "[]]", 64)

@@ -8,7 +8,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .. import app, cli
+from .. import app, cli, validate
 from ..errors import InvalidInput
 
 EPILOG = """examples:
@@ -80,6 +80,8 @@ def read_lines(path: str) -> tuple[list[int], list[dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
+                    if validate.deeper_than(line, 2 * validate.MAX_DEPTH):    # the job's own object, then its args
+                        raise ValueError(f"nested more than {2 * validate.MAX_DEPTH} deep")
                     item = json.loads(line)
                 except (ValueError, RecursionError) as exc:
                     raise InvalidInput(f"{path} line {number}: not valid JSON ({str(exc)[:100]}); nothing was enqueued",
