@@ -159,8 +159,6 @@ def args_json(value: Any, field: str = "args") -> str:
             raise InvalidInput(f"{field} is nested more than {MAX_DEPTH} deep", field)
         try:
             value = json.loads(value)
-        except RecursionError:
-            raise InvalidInput(f"{field} is nested more than {MAX_DEPTH} deep", field) from None
         except ValueError as exc:
             raise InvalidInput(f"{field} is not valid JSON: {exc}", field) from None
     if not isinstance(value, Mapping):

@@ -83,7 +83,7 @@ def read_lines(path: str) -> tuple[list[int], list[dict[str, Any]]]:
                     if validate.deeper_than(line, 2 * validate.MAX_DEPTH):    # the job's own object, then its args
                         raise ValueError(f"nested more than {2 * validate.MAX_DEPTH} deep")
                     item = json.loads(line)
-                except (ValueError, RecursionError) as exc:
+                except ValueError as exc:
                     raise InvalidInput(f"{path} line {number}: not valid JSON ({str(exc)[:100]}); nothing was enqueued",
                                        line=number) from None
                 if not isinstance(item, dict):

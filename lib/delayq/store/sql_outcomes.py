@@ -43,8 +43,9 @@ class OutcomesSql:
 
         def some_held(cur: Any) -> tuple[set[int], list[tuple[int, str, float, int]]]:
             held: set[int] = set()
-            lock = "lock_held" if witnessed else "lock_lapsed_now" if lapsed else "lock_held_now"   # a recovery
-            extra = {"now": now} if lapsed else {}          # skips what is being written now
+            # a recovery skips what is being written now; one of expired leases, a lease renewed since it looked
+            lock = "lock_held" if witnessed else "lock_lapsed_now" if lapsed else "lock_held_now"
+            extra = {"now": now} if lapsed else {}
             for token, group in _by_token(outcomes).items():
                 rows = self.run(cur, lock, ids=[o.job.id for o in group], token=token, **extra).fetchall()
                 held.update(row[0] for row in rows)

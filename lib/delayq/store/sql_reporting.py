@@ -134,8 +134,8 @@ class ReportingSql:
         return found
 
     def _order(self, f: JobFilter) -> str:
-        """search_jobs' index hint (the name of a token: empty, the optimizer chooses). Ids and a business key are narrow: the optimizer picks well. The few statuses:
-        their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
+        """search_jobs' index hint, as the name of a token ("": the optimizer chooses). Ids and a business key are
+        narrow: the optimizer picks well. The few statuses: their by_claim entries, sorted. A queue (and no status): by_queue read backwards from :before, the queue's rows
         alone (left to itself, the optimizer took 5.8 s for a deep page of one queue at 20 million rows). Pending or
         succeeded and nothing else (no queue, callable, business key, time...): by_is_finished read backwards, the
         live or the finished rows alone (the primary key walked every newer pending row for a page of succeeded

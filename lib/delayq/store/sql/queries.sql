@@ -14,7 +14,7 @@
 --   {not_by_id_order}                       MySQL: IGNORE INDEX FOR ORDER BY (PRIMARY); SQLite: nothing
 --   {by_queue}                              MySQL: FORCE INDEX (by_queue); SQLite: nothing
 --   {by_claim}                              MySQL: FORCE INDEX (by_claim); SQLite: nothing
---   {by_is_finished}                        MySQL: FORCE INDEX (by_is_finished); SQLite: nothing
+--   {by_is_finished}                        MySQL: FORCE INDEX (by_is_finished); SQLite: INDEXED BY (the same index)
 --   {include:NAME}                          the text of query NAME (one query shared by two others)
 -- Times are epoch seconds (DOUBLE / REAL), durations seconds.
 
